@@ -1,0 +1,52 @@
+// magpie: command-line front end. Parses flags, calls the libraries, prints,
+// and maps magpie::Error kinds to exit codes (README.md, "Exit codes").
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "benchmark_command.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Magpie: benchmark LLM inference serving, analyze and compare GPU kernels, and explain "
+      "profiler traces.\n\nExamples:\n"
+      "  magpie benchmark --trace-dir ./traces --top-k 20          # gap analysis of torch traces\n"
+      "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n",
+      "magpie"};
+  app.set_version_flag("--version", "magpie 0.1.0");
+  app.require_subcommand(0, 1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+
+  magpie::app::BenchmarkCommand benchmark;
+  benchmark.register_with(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return magpie::exit_code_for(magpie::ErrorKind::kUsage);
+  }
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return 0;
+  }
+  try {
+    if (benchmark.parsed()) return benchmark.run(verbose);
+  } catch (const magpie::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return magpie::exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return magpie::exit_code_for(magpie::ErrorKind::kInternal);
+  }
+  return 0;
+}

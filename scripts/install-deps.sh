@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs Magpie's build and test dependencies from Debian 12 packages.
+# Safe to re-run; does nothing when everything is already present.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake ninja-build pkg-config clang
+  libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
+  libfmt-dev libspdlog-dev
+  libboost1.81-dev libboost-url1.81-dev
+  libdeflate-dev zlib1g-dev libhyperscan-dev libre2-dev
+  libxlsxwriter-dev libsqlite3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv python3-pip
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "install-deps: ok"

@@ -1,0 +1,242 @@
+#include "analysis/gap_analysis.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include "core/statistics.hpp"
+
+namespace magpie::analysis {
+
+using trace::Category;
+using trace::StringId;
+
+void KernelStats::add(const KernelStats& other) {
+  calls += other.calls;
+  total_us += other.total_us;
+  durations_us.insert(durations_us.end(), other.durations_us.begin(), other.durations_us.end());
+  for (const auto& s : other.shapes)
+    if (shapes.size() < 10 && std::find(shapes.begin(), shapes.end(), s) == shapes.end())
+      shapes.push_back(s);
+  for (const auto& [op, n] : other.launching_ops) launching_ops[op] += n;
+}
+
+std::string format_input_dims(std::string_view json) {
+  // Top-level list of per-input lists; keep the non-empty lists, drop spaces.
+  std::string out, current;
+  int depth = 0;
+  bool has_content = false;
+  for (char c : json) {
+    if (c == '[') {
+      ++depth;
+      if (depth == 2) {
+        current = "[";
+        has_content = false;
+        continue;
+      }
+    } else if (c == ']') {
+      if (depth == 2) {
+        if (has_content) {
+          if (!out.empty()) out += 'x';
+          out += current + "]";
+        }
+        --depth;
+        continue;
+      }
+      --depth;
+    }
+    if (depth >= 2 && c != ' ' && c != '\n' && c != '\t') {
+      current += c;
+      has_content = true;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Magpie's filter: case-insensitive substring, ignore list first.
+std::vector<bool> category_filter(const trace::Trace& trace, const GapAnalysisConfig& config) {
+  std::vector<std::string> allow, ignore;
+  for (const auto& c : config.categories) allow.push_back(lower(c));
+  for (const auto& c : config.ignore_categories) ignore.push_back(lower(c));
+  std::vector<bool> keep_by_cat(trace.strings.size(), false);
+  std::vector<bool> decided(trace.strings.size(), false);
+  std::vector<bool> keep(trace.events.size(), false);
+  for (size_t r = 0; r < trace.events.size(); ++r) {
+    StringId id = trace.events.cat_name[r];
+    if (!decided[id]) {
+      std::string cat = lower(trace.str(id));
+      bool ok = true;
+      for (const auto& ig : ignore)
+        if (cat.find(ig) != std::string::npos) ok = false;
+      if (ok && !allow.empty()) {
+        ok = false;
+        for (const auto& a : allow)
+          if (cat.find(a) != std::string::npos) ok = true;
+      }
+      keep_by_cat[id] = ok;
+      decided[id] = true;
+    }
+    keep[r] = keep_by_cat[id];
+  }
+  return keep;
+}
+
+bool is_communication(const sources::KernelName& k) {
+  return k.category == sources::KernelCategory::kCommunication;
+}
+bool is_memory(Category c, const sources::KernelName& k) {
+  return c == Category::kGpuMemcpy || c == Category::kGpuMemset ||
+         k.category == sources::KernelCategory::kMemory;
+}
+
+}  // namespace
+
+RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& config) {
+  const auto& t = trace.events;
+  RankGapResult result;
+  result.rank = trace.rank;
+  result.trace_file = trace.path;
+  result.rank_source = trace.rank_source;
+  result.ingest = trace.stats;
+  result.warnings = trace.warnings;
+
+  // Time window over the span of every timed event, as Magpie does.
+  int64_t win_begin = INT64_MIN, win_end = INT64_MAX;
+  if ((config.start_pct > 0 || config.end_pct < 100) && t.size() > 0) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t r = 0; r < t.size(); ++r) {
+      lo = std::min(lo, t.ts_ns[r]);
+      hi = std::max(hi, t.end_ns(r));
+    }
+    double span = static_cast<double>(hi - lo);
+    win_begin = lo + static_cast<int64_t>(span * config.start_pct / 100.0);
+    win_end = lo + static_cast<int64_t>(span * config.end_pct / 100.0);
+  }
+  auto in_window = [&](size_t r) { return t.end_ns(r) >= win_begin && t.ts_ns[r] <= win_end; };
+
+  trace::TraceLinks links = trace::link_trace(trace);
+  result.links = links.summary;
+  std::vector<bool> keep = category_filter(trace, config);
+  const auto min_dur_ns = static_cast<int64_t>(config.min_duration_us * 1000.0);
+
+  // Names are parsed once per distinct string, not per event.
+  std::unordered_map<StringId, sources::KernelName> parsed;
+  auto parsed_name = [&](StringId id) -> const sources::KernelName& {
+    auto it = parsed.find(id);
+    if (it == parsed.end()) it = parsed.emplace(id, sources::parse_kernel_name(trace.str(id))).first;
+    return it->second;
+  };
+  std::unordered_map<StringId, std::string> shape_text;  // Input Dims id → formatted
+  std::unordered_map<StringId, size_t> index_of;
+  std::vector<Interval> comp, comm, copies;
+
+  for (size_t r = 0; r < t.size(); ++r) {
+    if (!in_window(r)) continue;
+    if (trace::is_gpu_activity(t.category[r])) {
+      const auto& k = parsed_name(t.name[r]);
+      Interval iv{t.ts_ns[r], t.end_ns(r)};
+      if (is_memory(t.category[r], k)) {
+        copies.push_back(iv);
+      } else if (is_communication(k)) {
+        comm.push_back(iv);
+      } else {
+        comp.push_back(iv);
+      }
+    }
+    if (!keep[r] || t.dur_ns[r] < min_dur_ns) continue;
+    auto [it, fresh] = index_of.emplace(t.name[r], result.kernels.size());
+    if (fresh) {
+      result.kernels.emplace_back();
+      result.kernels.back().name = std::string(trace.name(r));
+    }
+    KernelStats& ks = result.kernels[it->second];
+    double us = static_cast<double>(t.dur_ns[r]) * 1e-3;
+    ++ks.calls;
+    ks.total_us += us;
+    ks.durations_us.push_back(us);
+    if (trace::is_gpu_activity(t.category[r])) {
+      int32_t op = trace::launching_op(trace, links, r);
+      if (op >= 0) {
+        ++ks.launching_ops[std::string(trace.name(static_cast<size_t>(op)))];
+        uint32_t d = t.detail[static_cast<size_t>(op)];
+        if (d != trace::kNoDetail && links.op_by_external_id_row[r] == op) {
+          StringId dims = t.op_details[d].input_dims;
+          auto [s, new_dims] = shape_text.emplace(dims, std::string{});
+          if (new_dims) s->second = format_input_dims(trace.str(dims));
+          if (!s->second.empty() && ks.shapes.size() < 10 &&
+              std::find(ks.shapes.begin(), ks.shapes.end(), s->second) == ks.shapes.end())
+            ks.shapes.push_back(s->second);
+        }
+      }
+    }
+  }
+  for (const auto& k : result.kernels) result.total_duration_us += k.total_us;
+  std::stable_sort(result.kernels.begin(), result.kernels.end(),
+                   [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+  result.timeline = compute_gpu_timeline(std::move(comp), std::move(comm), std::move(copies));
+  return result;
+}
+
+void merge_ranks(GapAnalysisResult& result) {
+  std::sort(result.ranks.begin(), result.ranks.end(),
+            [](const RankGapResult& a, const RankGapResult& b) { return a.rank < b.rank; });
+  std::unordered_map<std::string, size_t> index_of;
+  result.merged.clear();
+  result.total_duration_us = 0;
+  for (const auto& rank : result.ranks) {
+    result.total_duration_us += rank.total_duration_us;
+    for (const auto& k : rank.kernels) {
+      auto [it, fresh] = index_of.emplace(k.name, result.merged.size());
+      if (fresh) {
+        result.merged.emplace_back();
+        result.merged.back().name = k.name;
+      }
+      result.merged[it->second].add(k);
+    }
+  }
+  std::stable_sort(result.merged.begin(), result.merged.end(),
+                   [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+}
+
+std::vector<KernelRow> make_rows(const std::vector<KernelStats>& kernels, double grand_total_us,
+                                 size_t top_k) {
+  std::vector<KernelRow> rows;
+  double cumulative = 0;
+  for (size_t i = 0; i < kernels.size() && i < top_k; ++i) {
+    const KernelStats& k = kernels[i];
+    KernelRow row;
+    row.name = k.name;
+    row.calls = k.calls;
+    row.total_us = k.total_us;
+    row.avg_us = k.calls ? k.total_us / static_cast<double>(k.calls) : 0;
+    std::vector<double> d = k.durations_us;
+    auto s = stats::summarize(d);
+    row.median_us = s.median;
+    row.min_us = s.min;
+    row.max_us = s.max;
+    row.std_us = s.stddev;
+    row.pct_total = grand_total_us > 0 ? k.total_us / grand_total_us * 100.0 : 0;
+    cumulative += row.pct_total;
+    row.cumulative_pct = cumulative;
+    for (size_t j = 0; j < k.shapes.size(); ++j) row.input_shapes += (j ? "; " : "") + k.shapes[j];
+    size_t best = 0;
+    for (const auto& [op, n] : k.launching_ops)
+      if (n > best) {
+        best = n;
+        row.launching_op = op;
+      }
+    row.parsed = sources::parse_kernel_name(k.name);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace magpie::analysis

@@ -1,0 +1,237 @@
+#include "analysis/gap_analysis_report.hpp"
+
+#include <fmt/format.h>
+
+#include "core/file_io.hpp"
+#include "report/csv_writer.hpp"
+#include "report/text_table.hpp"
+#include "sources/source_index.hpp"
+
+namespace magpie::analysis {
+
+namespace fs = std::filesystem;
+using report::fixed;
+
+namespace {
+
+const std::vector<std::string> kBaseColumns = {
+    "Name", "Calls", "Self CUDA total (us)", "Avg time (us)", "% Total", "Input Shapes"};
+const std::vector<std::string> kOurColumns = {"Normalized Name", "Category",  "Median (us)",
+                                              "Min (us)",        "Max (us)",  "Std (us)",
+                                              "Cumulative %",    "Launching Op"};
+const std::vector<std::string> kSourceConfidenceColumns = {"Source Confidence", "Source Candidates",
+                                                           "Source Locations"};
+
+std::vector<std::string> base_fields(const KernelRow& r) {
+  return {r.name, std::to_string(r.calls), fixed(r.total_us), fixed(r.avg_us), fixed(r.pct_total),
+          r.input_shapes};
+}
+
+std::vector<std::string> our_fields(const KernelRow& r) {
+  return {r.parsed.normalized,
+          std::string(sources::to_string(r.parsed.category)),
+          fixed(r.median_us, 3),
+          fixed(r.min_us, 3),
+          fixed(r.max_us, 3),
+          fixed(r.std_us, 3),
+          fixed(r.cumulative_pct),
+          r.launching_op};
+}
+
+std::string locations_text(const sources::SourceMatch& m, const sources::RepoVars& vars) {
+  std::string out;
+  for (const auto& c : m.candidates) {
+    if (!out.empty()) out += "; ";
+    out += sources::display_path(vars, c.repo, c.file) + ":" + std::to_string(c.line);
+  }
+  return out;
+}
+
+}  // namespace
+
+GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path& output_dir,
+                                 bool no_rank_csv, const SourceSearchOptions& source_options) {
+  GapReportFiles files;
+  files.output_dir = output_dir;
+  fs::create_directories(output_dir);
+  const size_t top_k = result.config.top_k;
+  auto rows = make_rows(result.merged, result.total_duration_us, top_k);
+
+  report::CsvWriter csv;
+  std::vector<std::string> header = kBaseColumns;
+  std::optional<sources::SourceIndex> index;
+  sources::RepoVars vars;
+  if (source_options.enabled) {
+    index = sources::SourceIndex::build(source_options.repos);
+    vars = sources::make_repo_vars(source_options.repos);
+    std::string preamble = sources::repo_path_mapping_preamble(vars);
+    csv = report::CsvWriter{};
+    for (size_t pos = 0; pos < preamble.size();) {
+      size_t nl = preamble.find('\n', pos);
+      std::string line = preamble.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      if (line.rfind("# ", 0) == 0) line = line.substr(2);
+      else if (line == "#") line.clear();
+      csv.comment(line);
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+    for (const auto& h : sources::magpie_source_columns_header()) header.push_back(h);
+  }
+  header.insert(header.end(), kOurColumns.begin(), kOurColumns.end());
+  if (source_options.enabled)
+    header.insert(header.end(), kSourceConfidenceColumns.begin(), kSourceConfidenceColumns.end());
+  csv.row(header);
+  for (const auto& r : rows) {
+    auto fields = base_fields(r);
+    std::optional<sources::SourceMatch> match;
+    if (index) {
+      match = index->find(r.parsed);
+      for (auto& f : sources::magpie_source_columns(r.parsed, *match, vars)) fields.push_back(std::move(f));
+    }
+    for (auto& f : our_fields(r)) fields.push_back(std::move(f));
+    if (match) {
+      fields.push_back(std::string(sources::to_string(match->confidence)));
+      fields.push_back(std::to_string(match->candidate_count));
+      fields.push_back(locations_text(*match, vars));
+    }
+    csv.row(fields);
+  }
+  files.csv = output_dir / "gap_analysis.csv";
+  write_file_atomic(files.csv, csv.str());
+
+  if (!no_rank_csv) {
+    for (const auto& rank : result.ranks) {
+      report::CsvWriter rcsv;
+      rcsv.row(kBaseColumns);
+      for (const auto& r : make_rows(rank.kernels, rank.total_duration_us, top_k))
+        rcsv.row(base_fields(r));
+      auto path = output_dir / fmt::format("gap_analysis_rank{}.csv", rank.rank);
+      write_file_atomic(path, rcsv.str());
+      files.rank_csvs.push_back(path);
+    }
+  }
+  files.json = output_dir / "gap_analysis.json";
+  write_file_atomic(files.json, gap_analysis_json(result, files).dump(2) + "\n");
+  return files;
+}
+
+nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapReportFiles& files) {
+  using nlohmann::json;
+  const auto& c = result.config;
+  json out;
+  out["config"] = {{"enabled", true},
+                   {"trace_start_pct", c.start_pct},
+                   {"trace_end_pct", c.end_pct},
+                   {"top_k", c.top_k},
+                   {"min_duration_us", c.min_duration_us},
+                   {"categories", c.categories},
+                   {"ignore_categories", c.ignore_categories}};
+  out["total_duration_us"] = result.total_duration_us;
+  out["num_ranks"] = result.ranks.size();
+  json top = json::array();
+  for (const auto& r : make_rows(result.merged, result.total_duration_us, c.top_k)) {
+    top.push_back({{"name", r.name},
+                   {"calls", r.calls},
+                   {"self_cuda_total_us", r.total_us},
+                   {"avg_time_us", r.avg_us},
+                   {"pct_total", r.pct_total},
+                   {"input_shapes", r.input_shapes},
+                   {"normalized_name", r.parsed.normalized},
+                   {"category", sources::to_string(r.parsed.category)},
+                   {"family", sources::to_string(r.parsed.family)},
+                   {"library_owned", r.parsed.library_owned},
+                   {"median_us", r.median_us},
+                   {"min_us", r.min_us},
+                   {"max_us", r.max_us},
+                   {"std_us", r.std_us},
+                   {"cumulative_pct", r.cumulative_pct},
+                   {"launching_op", r.launching_op}});
+  }
+  out["top_kernels"] = std::move(top);
+  json errors = json::array();
+  for (const auto& s : result.skipped) errors.push_back(s.reason);
+  out["errors"] = std::move(errors);
+  out["csv_path"] = files.csv.string();
+  out["output_dir"] = files.output_dir.string();
+
+  json ranks = json::array();
+  for (const auto& r : result.ranks) {
+    const auto& t = r.timeline;
+    const auto& l = r.links;
+    ranks.push_back(
+        {{"rank", r.rank},
+         {"rank_source", trace::to_string(r.rank_source)},
+         {"trace_file", r.trace_file},
+         {"total_duration_us", r.total_duration_us},
+         {"num_kernel_names", r.kernels.size()},
+         {"timeline",
+          {{"span_us", t.span_us},
+           {"busy_us", t.busy_us},
+           {"idle_us", t.idle_us},
+           {"computation_us", t.computation_us},
+           {"exposed_communication_us", t.exposed_communication_us},
+           {"exposed_memcpy_us", t.exposed_memcpy_us}}},
+         {"links",
+          {{"gpu_events", l.gpu_events},
+           {"linked_gpu_events", l.linked_gpu_events},
+           {"graph_launches", l.graph_launches},
+           {"graph_kernels", l.graph_kernels},
+           {"max_kernels_per_graph_launch", l.max_kernels_per_graph_launch}}},
+         {"ingest",
+          {{"file_bytes", r.ingest.file_bytes},
+           {"json_bytes", r.ingest.raw_bytes},
+           {"events_seen", r.ingest.events_seen},
+           {"events_kept", r.ingest.events_kept},
+           {"python_function_skipped", r.ingest.python_function_skipped},
+           {"malformed_events", r.ingest.malformed_events}}},
+         {"warnings", r.warnings}});
+  }
+  out["ranks"] = std::move(ranks);
+  json skipped = json::array();
+  for (const auto& s : result.skipped)
+    skipped.push_back({{"file", s.file}, {"kind", s.kind}, {"reason", s.reason}});
+  out["skipped"] = std::move(skipped);
+  out["warnings"] = result.warnings;
+  json rank_csvs = json::array();
+  for (const auto& p : files.rank_csvs) rank_csvs.push_back(p.string());
+  out["rank_csv_paths"] = std::move(rank_csvs);
+  return out;
+}
+
+std::string gap_console_summary(const GapAnalysisResult& result, const GapReportFiles& files) {
+  const auto& c = result.config;
+  std::string out = fmt::format("Gap Analysis ({:g}%-{:g}% window, category-filtered)\n", c.start_pct,
+                                c.end_pct);
+  std::string ranks;
+  for (const auto& r : result.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
+  out += fmt::format("Ranks analyzed: {} ({})\n", result.ranks.size(), ranks);
+  out += fmt::format("Total duration: {:.2f} us\n", result.total_duration_us);
+  for (const auto& r : result.ranks) {
+    const auto& t = r.timeline;
+    double span = t.span_us > 0 ? t.span_us : 1;
+    out += fmt::format(
+        "Rank {} GPU timeline: busy {:.1f}% | idle {:.1f}% | compute {:.1f}% | exposed comm "
+        "{:.1f}% | exposed memcpy {:.1f}% of {:.2f} us\n",
+        r.rank, 100 * t.busy_us / span, 100 * t.idle_us / span, 100 * t.computation_us / span,
+        100 * t.exposed_communication_us / span, 100 * t.exposed_memcpy_us / span, t.span_us);
+  }
+  out += "\n";
+  std::vector<report::TextColumn> cols = {{"Name", false, 50},
+                                          {"Calls", true, 0},
+                                          {"Self CUDA (us)", true, 0},
+                                          {"Avg (us)", true, 0},
+                                          {"% Total", true, 0}};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : make_rows(result.merged, result.total_duration_us, c.top_k))
+    rows.push_back({r.name, std::to_string(r.calls), fixed(r.total_us), fixed(r.avg_us),
+                    fixed(r.pct_total)});
+  out += report::render_text_table(cols, rows);
+  if (!result.skipped.empty()) {
+    out += fmt::format("\nSkipped {} file(s):\n", result.skipped.size());
+    for (const auto& s : result.skipped) out += "  " + s.reason + "\n";
+  }
+  out += fmt::format("\nOutput: {}\n", files.output_dir.string());
+  return out;
+}
+
+}  // namespace magpie::analysis

@@ -1,0 +1,88 @@
+#include "analysis/gap_analysis_run.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <optional>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "trace/trace_loader.hpp"
+
+namespace magpie::analysis {
+
+namespace fs = std::filesystem;
+
+GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisRunOptions& options) {
+  std::vector<fs::path> files = trace::discover_trace_files(trace_dir);
+  GapAnalysisResult result;
+  result.config = options.config;
+
+  // Several files: one file per thread. One file: its chunks use all threads.
+  unsigned threads = options.ingest.threads ? options.ingest.threads : default_thread_count();
+  trace::IngestOptions per_file = options.ingest;
+  per_file.threads = files.size() > 1 ? 1 : threads;
+
+  std::vector<std::optional<trace::Trace>> traces(files.size());
+  std::vector<std::optional<Error>> errors(files.size());
+  parallel_for(files.size(), files.size() > 1 ? threads : 1, [&](size_t i) {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      traces[i] = trace::load_trace(files[i], per_file);
+    } catch (const Error& e) {
+      errors[i] = e;
+      return;
+    } catch (const std::exception& e) {
+      errors[i] = Error(ErrorKind::kInternal, e.what(), files[i].string());
+      return;
+    }
+    if (options.progress) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      options.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events kept) in {:.2f} s",
+                                   files[i].filename().string(),
+                                   static_cast<double>(traces[i]->stats.raw_bytes) / 1e6,
+                                   traces[i]->stats.events_kept, s));
+    }
+  });
+
+  std::vector<trace::Trace*> loaded;
+  std::optional<Error> first_error;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (errors[i]) {
+      result.skipped.push_back({files[i].string(), to_string(errors[i]->kind()), errors[i]->what()});
+      if (!first_error) first_error = errors[i];
+    } else {
+      loaded.push_back(&*traces[i]);
+    }
+  }
+  if (loaded.empty()) throw *first_error;
+  for (auto& w : trace::assign_ranks(loaded)) result.warnings.push_back(std::move(w));
+
+  std::vector<RankGapResult> ranks(loaded.size());
+  parallel_for(loaded.size(), threads, [&](size_t i) {
+    ranks[i] = analyze_rank(*loaded[i], options.config);
+    *loaded[i] = trace::Trace{};  // free the tables; the analysis keeps what it needs
+  });
+  for (auto& r : ranks) {
+    if (r.kernels.empty()) {
+      result.skipped.push_back({r.trace_file, to_string(ErrorKind::kNoGpuEvents),
+                                r.trace_file + ": no events matched the category filter "
+                                               "(no GPU kernels in the trace or window)"});
+      continue;
+    }
+    result.ranks.push_back(std::move(r));
+  }
+  if (result.ranks.empty()) {
+    throw Error(ErrorKind::kNoGpuEvents,
+                "no GPU kernel events matched (categories: " +
+                    fmt::format("{}", fmt::join(options.config.categories, ", ")) + ")",
+                trace_dir.string(), std::nullopt,
+                "record the trace with ProfilerActivity.CUDA, or widen --categories / the "
+                "--start-pct/--end-pct window");
+  }
+  merge_ranks(result);
+  return result;
+}
+
+}  // namespace magpie::analysis

@@ -1,0 +1,100 @@
+#pragma once
+// Columnar storage of trace events: one vector per field, one row per event.
+// Analyses read columns; nothing here knows about JSON.
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "trace/string_pool.hpp"
+
+namespace magpie::trace {
+
+// Kineto's event categories (REFERENCE.md §1). The raw category string is kept
+// too (EventTable::cat_name) because users filter by substring of it.
+enum class Category : uint8_t {
+  kUnknown,  // no "cat" field
+  kCpuOp,
+  kUserAnnotation,
+  kGpuUserAnnotation,
+  kPythonFunction,
+  kCudaRuntime,  // also legacy "Runtime"
+  kCudaDriver,   // also HIP calls on ROCm
+  kKernel,       // also legacy "Kernel"
+  kGpuMemcpy,
+  kGpuMemset,
+  kAc2g,  // flows; legacy "async_cpu_to_gpu"
+  kFwdBwd,
+  kCpuInstantEvent,
+  kOverhead,
+  kTrace,
+  kCudaSync,
+  kCudaProfilerRange,
+  kOther,
+};
+
+Category category_from_string(std::string_view cat);
+std::string_view to_string(Category c);
+// Work that occupies a GPU stream: kernels, copies, sets.
+inline bool is_gpu_activity(Category c) {
+  return c == Category::kKernel || c == Category::kGpuMemcpy || c == Category::kGpuMemset;
+}
+// Host-side call that can launch GPU work (carries args.correlation).
+inline bool is_launch_api(Category c) {
+  return c == Category::kCudaRuntime || c == Category::kCudaDriver;
+}
+
+enum class Phase : uint8_t { kComplete, kInstant, kCounter, kFlowStart, kFlowStep, kFlowEnd, kOther };
+
+inline constexpr int64_t kNoValue = -1;
+inline constexpr uint32_t kNoDetail = UINT32_MAX;
+
+// Launch geometry and resources of GPU work; also used by launch API events
+// (HIP's runtime events carry the kernel name, grid and block).
+struct KernelDetail {
+  std::array<int32_t, 3> grid{0, 0, 0};
+  std::array<int32_t, 3> block{0, 0, 0};
+  int32_t registers_per_thread = -1;
+  int32_t shared_memory = -1;
+  StringId kernel = kEmptyString;      // args.kernel on launch events
+  StringId collective = kEmptyString;  // NCCL "Collective name"
+};
+
+// Shapes and types recorded for cpu_op events (record_shapes=True). Raw JSON
+// text, parsed only by the analyses that need it.
+struct OpDetail {
+  StringId input_dims = kEmptyString;
+  StringId input_type = kEmptyString;
+  StringId concrete_inputs = kEmptyString;
+};
+
+struct EventTable {
+  std::vector<int64_t> ts_ns;
+  std::vector<int64_t> dur_ns;  // 0 when absent
+  std::vector<StringId> name;
+  std::vector<StringId> cat_name;
+  std::vector<Category> category;
+  std::vector<Phase> phase;
+  // Integer pid/tid as given; string ones (e.g. "Spans") are interned and
+  // stored as -(1 + StringId) so they never collide with real ids.
+  std::vector<int64_t> pid;
+  std::vector<int64_t> tid;
+  std::vector<int64_t> correlation;  // kNoValue when absent
+  std::vector<int64_t> external_id;  // kNoValue when absent
+  std::vector<int32_t> device;       // GPU events: args.device, else pid; -1 for CPU
+  std::vector<int64_t> stream;       // GPU events: args.stream, else tid; -1 for CPU
+  std::vector<uint32_t> detail;      // row in kernel_details or op_details, or kNoDetail
+
+  std::vector<KernelDetail> kernel_details;
+  std::vector<OpDetail> op_details;
+
+  size_t size() const { return ts_ns.size(); }
+  int64_t end_ns(size_t row) const { return ts_ns[row] + dur_ns[row]; }
+  void reserve(size_t n);
+  // Appends `other`, translating its string ids through `remap`.
+  void append(const EventTable& other, const std::vector<StringId>& remap);
+};
+
+inline int64_t encode_string_id(StringId id) { return -1 - static_cast<int64_t>(id); }
+
+}  // namespace magpie::trace

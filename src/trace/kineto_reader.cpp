@@ -1,0 +1,443 @@
+#include "trace/kineto_reader.hpp"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "trace/json_chunker.hpp"
+#include "trace/kineto_metadata.hpp"
+#include "trace/utf8_repair.hpp"
+
+namespace magpie::trace {
+
+namespace od = simdjson::ondemand;
+
+bool parse_us_to_ns(std::string_view t, int64_t& out) {
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' ||
+                        t.back() == '\t' || t.back() == ',' || t.back() == '"'))
+    t.remove_suffix(1);
+  if (!t.empty() && t.front() == '"') t.remove_prefix(1);
+  if (t.empty()) return false;
+  bool neg = t.front() == '-';
+  size_t i = neg ? 1 : 0;
+  int64_t whole = 0;
+  size_t digits = 0;
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i, ++digits) {
+    if (whole > (INT64_MAX - 9) / 10) return false;
+    whole = whole * 10 + (t[i] - '0');
+  }
+  int64_t frac_ns = 0;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    int scale = 100;
+    int round_digit = -1;
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+      if (scale >= 1) {
+        frac_ns += (t[i] - '0') * scale;
+        scale /= 10;
+      } else if (round_digit < 0) {
+        round_digit = t[i] - '0';
+      }
+    }
+    if (round_digit >= 5) ++frac_ns;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    double d = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
+    if (ec != std::errc{} || !std::isfinite(d)) return false;
+    out = static_cast<int64_t>(std::llround(d * 1000.0));
+    return true;
+  }
+  if (digits == 0 || i != t.size()) return false;
+  if (whole > INT64_MAX / 1000 - 1) return false;
+  int64_t v = whole * 1000 + frac_ns;
+  out = neg ? -v : v;
+  return true;
+}
+
+namespace {
+
+// Integer token; values outside int64 (e.g. NCCL "Comms Id") read as "absent".
+int64_t parse_int_token(std::string_view t) {
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc{}) return kNoValue;
+  if (p != t.data() + t.size()) {
+    // "12.0": keep the integer part of a float-typed integer.
+    if (*p != '.') return kNoValue;
+  }
+  return v;
+}
+
+int64_t value_to_int(od::value v) {
+  std::string_view tok;
+  tok = v.raw_json_token();
+  if (!tok.empty() && tok.front() == '"') {
+    std::string_view s;
+    if (v.get_string().get(s)) return kNoValue;
+    return parse_int_token(s);
+  }
+  return parse_int_token(tok);
+}
+
+// Everything one event contributes, as views into the parser's buffers.
+struct RawEvent {
+  std::string_view ph, cat, name, pid_str, tid_str, ts_tok, dur_tok;
+  int64_t pid = kNoValue, tid = kNoValue, id = kNoValue;
+  bool has_pid = false, has_tid = false;
+  // args
+  int64_t correlation = kNoValue, external_id = kNoValue, device = kNoValue, stream = kNoValue;
+  KernelDetail kernel;
+  std::string_view kernel_name, collective, input_dims, input_type, concrete_inputs, meta_name;
+  bool has_kernel_detail = false;
+};
+
+struct ChunkOutput {
+  StringPool strings;
+  EventTable events;
+  std::vector<FlowEvent> flows;
+  KinetoNames names;
+  IngestStats stats;
+  bool failed = false;
+  std::string error;
+  size_t error_offset = 0;  // relative to the chunk's first byte
+};
+
+void read_triple(od::value v, std::array<int32_t, 3>& out, bool& seen) {
+  od::array arr;
+  if (v.get_array().get(arr)) return;
+  size_t i = 0;
+  for (auto x : arr) {
+    od::value xv;
+    if (x.get(xv)) return;
+    if (i < 3) out[i] = static_cast<int32_t>(value_to_int(xv));
+    ++i;
+  }
+  seen = true;
+}
+
+// Raw text of an array value ("[[1, 2], []]"); empty when it is not an array.
+std::string_view raw_array(od::value v) {
+  od::array arr;
+  std::string_view raw;
+  if (v.get_array().get(arr) || arr.raw_json().get(raw)) return {};
+  return raw;
+}
+
+simdjson::error_code read_args(od::object args, RawEvent& ev) {
+  for (auto field_result : args) {
+    od::field field;
+    if (auto err = std::move(field_result).get(field)) return err;
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) return err;
+    od::value v = field.value();
+    if (key == "correlation") {
+      ev.correlation = value_to_int(v);
+    } else if (key == "External id") {
+      ev.external_id = value_to_int(v);
+    } else if (key == "device") {
+      ev.device = value_to_int(v);
+    } else if (key == "stream") {
+      ev.stream = value_to_int(v);
+    } else if (key == "grid") {
+      read_triple(v, ev.kernel.grid, ev.has_kernel_detail);
+    } else if (key == "block") {
+      read_triple(v, ev.kernel.block, ev.has_kernel_detail);
+    } else if (key == "registers per thread") {
+      ev.kernel.registers_per_thread = static_cast<int32_t>(value_to_int(v));
+      ev.has_kernel_detail = true;
+    } else if (key == "shared memory") {
+      ev.kernel.shared_memory = static_cast<int32_t>(value_to_int(v));
+      ev.has_kernel_detail = true;
+    } else if (key == "Input Dims") {
+      ev.input_dims = raw_array(v);
+    } else if (key == "Input type") {
+      ev.input_type = raw_array(v);
+    } else if (key == "Concrete Inputs") {
+      ev.concrete_inputs = raw_array(v);
+    } else if (key == "kernel") {
+      if (!v.get_string().get(ev.kernel_name)) ev.has_kernel_detail = true;
+    } else if (key == "Collective name") {
+      if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = true;
+    } else if (key == "name") {
+      if (v.get_string().get(ev.meta_name)) ev.meta_name = {};
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code read_pid_tid(od::value v, int64_t& num, std::string_view& str, bool& has) {
+  od::json_type type;
+  if (auto err = v.type().get(type)) return err;
+  has = true;
+  if (type == od::json_type::string) return v.get_string().get(str);
+  num = value_to_int(v);
+  return simdjson::SUCCESS;
+}
+
+// Returns false when the event is to be skipped (python_function not wanted).
+simdjson::error_code read_event(od::object obj, bool include_python, RawEvent& ev, bool& keep) {
+  keep = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto err = std::move(field_result).get(field)) return err;
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) return err;
+    od::value v = field.value();
+    if (key == "ph") {
+      if (auto err = v.get_string().get(ev.ph)) return err;
+    } else if (key == "cat") {
+      if (auto err = v.get_string().get(ev.cat)) return err;
+      if (!include_python && ev.cat == "python_function") {
+        keep = false;
+        return simdjson::SUCCESS;  // the array iterator skips the rest of this object
+      }
+    } else if (key == "name") {
+      if (v.get_string().get(ev.name)) ev.name = v.raw_json_token();
+    } else if (key == "ts") {
+      ev.ts_tok = v.raw_json_token();
+    } else if (key == "dur") {
+      ev.dur_tok = v.raw_json_token();
+    } else if (key == "pid") {
+      if (auto err = read_pid_tid(v, ev.pid, ev.pid_str, ev.has_pid)) return err;
+    } else if (key == "tid") {
+      if (auto err = read_pid_tid(v, ev.tid, ev.tid_str, ev.has_tid)) return err;
+    } else if (key == "id") {
+      ev.id = value_to_int(v);
+    } else if (key == "args") {
+      od::object args;
+      if (v.get_object().get(args) == simdjson::SUCCESS) {
+        if (auto err = read_args(args, ev)) return err;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+Phase phase_of(std::string_view ph) {
+  if (ph.empty()) return Phase::kComplete;
+  switch (ph[0]) {
+    case 'X': return Phase::kComplete;
+    case 'i':
+    case 'I': return Phase::kInstant;
+    case 'C': return Phase::kCounter;
+    case 's': return Phase::kFlowStart;
+    case 't': return Phase::kFlowStep;
+    case 'f': return Phase::kFlowEnd;
+    default: return Phase::kOther;
+  }
+}
+
+void commit_event(const RawEvent& ev, ChunkOutput& out) {
+  auto& t = out.events;
+  if (!ev.ph.empty() && ev.ph[0] == 'M') {
+    ++out.stats.metadata_events;
+    out.names.add(ev.name, ev.pid_str.empty() ? ev.pid : encode_string_id(out.strings.intern(ev.pid_str)),
+                  ev.tid_str.empty() ? ev.tid : encode_string_id(out.strings.intern(ev.tid_str)),
+                  ev.meta_name);
+    return;
+  }
+  int64_t ts = 0;
+  if (ev.ts_tok.empty() || !parse_us_to_ns(ev.ts_tok, ts)) {
+    ++out.stats.malformed_events;  // an event without a time cannot be placed
+    return;
+  }
+  int64_t pid = ev.pid_str.empty() ? ev.pid : encode_string_id(out.strings.intern(ev.pid_str));
+  int64_t tid = ev.tid_str.empty() ? ev.tid : encode_string_id(out.strings.intern(ev.tid_str));
+  Phase phase = ev.ph.empty() ? (ev.dur_tok.empty() ? Phase::kInstant : Phase::kComplete)
+                              : phase_of(ev.ph);
+  if (phase == Phase::kFlowStart || phase == Phase::kFlowStep || phase == Phase::kFlowEnd) {
+    out.flows.push_back({ev.id, ts, pid, tid, phase});
+    return;
+  }
+  if (phase == Phase::kCounter) return;
+  int64_t dur = 0;
+  if (!ev.dur_tok.empty() && !parse_us_to_ns(ev.dur_tok, dur)) dur = 0;
+  Category cat = category_from_string(ev.cat);
+  t.ts_ns.push_back(ts);
+  t.dur_ns.push_back(dur < 0 ? 0 : dur);
+  t.name.push_back(out.strings.intern(ev.name));
+  t.cat_name.push_back(out.strings.intern(ev.cat));
+  t.category.push_back(cat);
+  t.phase.push_back(phase);
+  t.pid.push_back(pid);
+  t.tid.push_back(tid);
+  t.correlation.push_back(ev.correlation);
+  t.external_id.push_back(ev.external_id);
+  bool gpu = is_gpu_activity(cat);
+  t.device.push_back(gpu ? static_cast<int32_t>(ev.device != kNoValue ? ev.device : pid) : -1);
+  t.stream.push_back(gpu ? (ev.stream != kNoValue ? ev.stream : tid) : -1);
+  uint32_t detail = kNoDetail;
+  if ((gpu || is_launch_api(cat)) && ev.has_kernel_detail) {
+    KernelDetail k = ev.kernel;
+    k.kernel = out.strings.intern(ev.kernel_name);
+    k.collective = out.strings.intern(ev.collective);
+    detail = static_cast<uint32_t>(t.kernel_details.size());
+    t.kernel_details.push_back(k);
+  } else if (!gpu && !is_launch_api(cat) &&
+             !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
+    detail = static_cast<uint32_t>(t.op_details.size());
+    t.op_details.push_back({out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
+                            out.strings.intern(ev.concrete_inputs)});
+  }
+  t.detail.push_back(detail);
+}
+
+// Parses `[` + region + `]` from a private padded copy.
+void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out) {
+  thread_local od::parser parser;
+  thread_local std::vector<char> scratch;
+  const size_t len = region.size() + 2;
+  scratch.resize(len + simdjson::SIMDJSON_PADDING);
+  scratch[0] = '[';
+  std::memcpy(scratch.data() + 1, region.data(), region.size());
+  scratch[len - 1] = ']';
+  std::memset(scratch.data() + len, 0, simdjson::SIMDJSON_PADDING);
+  if (!simdjson::validate_utf8(scratch.data(), len)) {
+    repair_utf8(scratch.data(), len);  // names with invalid bytes become '?': keep the event
+    ++out.stats.invalid_utf8_chunks;
+  }
+  auto fail = [&](simdjson::error_code err, od::document& doc) {
+    out.failed = true;
+    out.error = simdjson::error_message(err);
+    const char* loc = nullptr;
+    if (doc.current_location().get(loc) == simdjson::SUCCESS && loc >= scratch.data() + 1) {
+      out.error_offset = std::min<size_t>(static_cast<size_t>(loc - scratch.data() - 1), region.size());
+    }
+  };
+  od::document doc;
+  if (auto err = parser.iterate(scratch.data(), len, scratch.size()).get(doc)) {
+    out.failed = true;
+    out.error = simdjson::error_message(err);
+    return;
+  }
+  od::array arr;
+  if (auto err = doc.get_array().get(arr)) return fail(err, doc);
+  out.events.reserve(region.size() / 400);
+  for (auto element : arr) {
+    od::object obj;
+    if (auto err = element.get_object().get(obj)) {
+      if (err == simdjson::INCORRECT_TYPE) {
+        ++out.stats.events_seen;
+        ++out.stats.malformed_events;
+        continue;
+      }
+      return fail(err, doc);
+    }
+    ++out.stats.events_seen;
+    RawEvent ev;
+    bool keep = true;
+    if (auto err = read_event(obj, include_python, ev, keep)) return fail(err, doc);
+    if (!keep) {
+      ++out.stats.python_function_skipped;
+      continue;
+    }
+    commit_event(ev, out);
+  }
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS) {
+    out.failed = true;
+    out.error = "unexpected content after an event";
+    out.error_offset = region.size();
+  }
+}
+
+std::vector<ChunkOutput> parse_plan(std::string_view text, const ChunkPlan& plan,
+                                    const IngestOptions& options) {
+  std::vector<ChunkOutput> outputs(plan.chunks.size());
+  unsigned threads = options.threads ? options.threads : default_thread_count();
+  parallel_for(plan.chunks.size(), threads, [&](size_t i) {
+    auto [b, e] = plan.chunks[i];
+    parse_chunk(text.substr(b, e - b), options.include_python_functions, outputs[i]);
+  });
+  return outputs;
+}
+
+const ChunkOutput* first_failure(const std::vector<ChunkOutput>& outputs) {
+  for (const auto& o : outputs)
+    if (o.failed) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+Trace parse_kineto(const PaddedBuffer& buffer, const std::string& origin,
+                   const IngestOptions& options) {
+  std::string_view text = buffer.view();
+  EventArrayLocation where;
+  if (!locate_event_array(text, where)) {
+    throw Error(ErrorKind::kBadFormat, "not a PyTorch profiler trace: no \"traceEvents\" array",
+                origin, std::nullopt,
+                "export traces with torch.profiler (prof.export_chrome_trace or "
+                "tensorboard_trace_handler), or pass a rocprofv3 JSON/CSV");
+  }
+  ChunkPlan plan = plan_chunks_fast(text, where.open, options.chunk_bytes);
+  std::vector<ChunkOutput> outputs;
+  if (plan.closed) outputs = parse_plan(text, plan, options);
+  if (!plan.closed || first_failure(outputs)) {
+    // A fast cut landed inside a string or nested value, or the JSON is bad:
+    // redo with exact boundaries; a failure now is a real error to report.
+    plan = plan_chunks_exact(text, where.open, options.chunk_bytes);
+    if (!plan.closed) {
+      throw Error(ErrorKind::kBadFormat, "the traceEvents array never ends: the file is truncated",
+                  origin, plan.scan_stopped_at,
+                  "the trace was cut short (profiler killed, or copy interrupted); re-export it");
+    }
+    outputs = parse_plan(text, plan, options);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].failed) {
+        throw Error(ErrorKind::kBadFormat, "malformed JSON in traceEvents (" + outputs[i].error + ")",
+                    origin, plan.chunks[i].first + outputs[i].error_offset,
+                    "the event near this offset is not valid JSON; check the file with "
+                    "`python -m json.tool`");
+      }
+    }
+  }
+
+  Trace trace;
+  trace.path = origin;
+  trace.format = TraceFormat::kKineto;
+  trace.stats.raw_bytes = text.size();
+  size_t total = 0;
+  for (const auto& o : outputs) total += o.events.size();
+  trace.events.reserve(total);
+  KinetoNames names;
+  for (auto& o : outputs) {
+    std::vector<StringId> remap(o.strings.size());
+    for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace.strings.intern(o.strings.view(id));
+    trace.events.append(o.events, remap);
+    for (FlowEvent f : o.flows) {
+      if (f.pid < 0) f.pid = encode_string_id(remap[static_cast<StringId>(-1 - f.pid)]);
+      if (f.tid < 0) f.tid = encode_string_id(remap[static_cast<StringId>(-1 - f.tid)]);
+      trace.flows.push_back(f);
+    }
+    names.merge(o.names, remap);
+    auto& s = trace.stats;
+    s.events_seen += o.stats.events_seen;
+    s.python_function_skipped += o.stats.python_function_skipped;
+    s.metadata_events += o.stats.metadata_events;
+    s.malformed_events += o.stats.malformed_events;
+    s.invalid_utf8_chunks += o.stats.invalid_utf8_chunks;
+    o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
+  }
+  trace.stats.events_kept = trace.events.size();
+  names.apply(trace);
+  if (trace.stats.invalid_utf8_chunks) {
+    trace.warnings.push_back(
+        "invalid UTF-8 in event text: the bad bytes were replaced by '?' so the events are kept");
+  }
+  if (trace.stats.malformed_events) {
+    trace.warnings.push_back(std::to_string(trace.stats.malformed_events) +
+                             " trace events had no timestamp or were not objects and were skipped");
+  }
+  read_kineto_top_level(text, where, plan.close, origin, trace);
+  return trace;
+}
+
+}  // namespace magpie::trace

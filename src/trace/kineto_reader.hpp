@@ -1,0 +1,26 @@
+#pragma once
+// PyTorch profiler (Kineto) JSON → Trace, with simdjson On-Demand over chunks
+// of the event array parsed in parallel.
+#include <string>
+
+#include "core/file_io.hpp"
+#include "trace/trace.hpp"
+
+namespace magpie::trace {
+
+struct IngestOptions {
+  bool include_python_functions = false;  // python_function events are 60–90% of inference traces
+  unsigned threads = 0;                   // 0 = all hardware threads
+  size_t chunk_bytes = size_t{4} << 20;
+};
+
+// `doc` must stay alive only during the call. Throws Error(kBadFormat) with the
+// file name and byte offset when the JSON is malformed or holds no event array.
+Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const IngestOptions& options);
+
+// Exact conversion of a JSON number of microseconds ("1773709742341309.550",
+// "12", "1.5e3") to integer nanoseconds; doubles would lose the ns digits of
+// epoch-based timestamps. Returns false for text that is not a number.
+bool parse_us_to_ns(std::string_view token, int64_t& out);
+
+}  // namespace magpie::trace

@@ -1,0 +1,41 @@
+#pragma once
+// Interned strings: every event name, category and arg text is stored once and
+// referred to by a 32-bit id. Id 0 is always the empty string.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace magpie::trace {
+
+using StringId = uint32_t;
+inline constexpr StringId kEmptyString = 0;
+
+class StringPool {
+ public:
+  StringPool();
+  StringPool(StringPool&&) noexcept = default;
+  StringPool& operator=(StringPool&&) noexcept = default;
+  StringPool(const StringPool&) = delete;
+  StringPool& operator=(const StringPool&) = delete;
+
+  StringId intern(std::string_view s);
+  std::string_view view(StringId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+  // Returns the id if `s` was interned, else kNotInterned.
+  static constexpr StringId kNotInterned = UINT32_MAX;
+  StringId find(std::string_view s) const;
+
+ private:
+  char* allocate(size_t n);
+  std::unordered_map<std::string_view, StringId> index_;
+  std::vector<std::string_view> views_;
+  std::deque<std::unique_ptr<char[]>> blocks_;  // stable storage; views point here
+  char* block_cursor_ = nullptr;
+  size_t block_left_ = 0;
+};
+
+}  // namespace magpie::trace

@@ -1,0 +1,129 @@
+#include "trace/trace_loader.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/gzip.hpp"
+#include "trace/rocprof_reader.hpp"
+
+namespace magpie::trace {
+
+namespace fs = std::filesystem;
+
+std::optional<int> rank_from_file_name(std::string_view file_name) {
+  static const std::regex kMagpie(R"(-rank-(\d+)\.)");
+  static const std::regex kLoose(R"(rank[-_]?(\d+))", std::regex::icase);
+  std::string name(file_name);
+  std::smatch m;
+  if (std::regex_search(name, m, kMagpie) || std::regex_search(name, m, kLoose)) {
+    return std::stoi(m[1].str());
+  }
+  return std::nullopt;
+}
+
+Trace load_trace(const fs::path& path, const IngestOptions& options) {
+  PaddedBuffer raw = read_file(path);
+  size_t file_bytes = raw.size();
+  PaddedBuffer text = is_gzip(raw.view()) ? gunzip(raw.view(), path.string()) : std::move(raw);
+  raw = PaddedBuffer{};  // drop the compressed copy before parsing
+  std::string_view head = text.view().substr(0, 4096);
+  size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
+    throw Error(ErrorKind::kBadFormat, "the file is empty", path.string(), 0,
+                "the profiler did not finish writing it; re-export the trace");
+  }
+  Trace trace;
+  if (looks_like_rocprof_json(head)) {
+    trace = parse_rocprof_json(text, path.string());
+  } else if (looks_like_rocprof_csv(head)) {
+    trace = parse_rocprof_csv(text.view(), path.string());
+  } else if (head[first] == '{' || head[first] == '[') {
+    trace = parse_kineto(text, path.string(), options);
+  } else {
+    throw Error(ErrorKind::kBadFormat, "not a trace: expected JSON or a rocprofv3 kernel-trace CSV",
+                path.string(), first,
+                "pass PyTorch profiler .json/.json.gz files or rocprofv3 output");
+  }
+  trace.path = path.string();
+  trace.stats.file_bytes = file_bytes;
+  trace.stats.raw_bytes = text.size();
+  if (trace.rank < 0) {
+    if (auto r = rank_from_file_name(path.filename().string())) {
+      trace.rank = *r;
+      trace.rank_source = RankSource::kFileName;
+    }
+  }
+  return trace;
+}
+
+namespace {
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::vector<fs::path> discover_trace_files(const fs::path& dir_in) {
+  std::error_code ec;
+  if (!fs::exists(dir_in, ec)) {
+    throw Error(ErrorKind::kNotFound, "trace directory does not exist", dir_in.string(),
+                std::nullopt, "pass the folder holding the profiler's .json/.json.gz files");
+  }
+  if (!fs::is_directory(dir_in, ec)) {
+    throw Error(ErrorKind::kUsage, "--trace-dir must be a directory", dir_in.string(), std::nullopt,
+                "pass the folder that holds the trace, not the file");
+  }
+  fs::path dir = dir_in;
+  if (fs::is_directory(dir / "torch_trace", ec)) dir /= "torch_trace";
+  std::vector<fs::path> all;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec) || it->is_symlink(ec)) all.push_back(it->path());
+  }
+  if (ec) throw Error(ErrorKind::kUnreadable, "cannot list directory: " + ec.message(), dir.string());
+  std::sort(all.begin(), all.end());
+  auto pick = [&](auto pred) {
+    std::vector<fs::path> out;
+    for (const auto& p : all)
+      if (pred(p.filename().string())) out.push_back(p);
+    return out;
+  };
+  auto ranked = [](std::string_view suffix) {
+    return [suffix](const std::string& n) {
+      return n.find("-rank-") != std::string::npos && ends_with(n, suffix);
+    };
+  };
+  auto found = pick(ranked(".pt.trace.json.gz"));
+  if (found.empty()) found = pick(ranked(".pt.trace.json"));
+  if (found.empty()) {
+    found = pick([](const std::string& n) {
+      return ends_with(n, ".json.gz") || ends_with(n, ".json") || ends_with(n, "_kernel_trace.csv");
+    });
+  }
+  if (found.empty()) {
+    throw Error(ErrorKind::kNotFound, "no trace files (*.json, *.json.gz, *_kernel_trace.csv)",
+                dir.string(), std::nullopt,
+                "run the workload with torch.profiler and point --trace-dir at its output folder");
+  }
+  return found;
+}
+
+std::vector<std::string> assign_ranks(std::vector<Trace*>& traces) {
+  std::vector<std::string> warnings;
+  std::set<int> taken;
+  for (const Trace* t : traces)
+    if (t->rank >= 0) taken.insert(t->rank);
+  int next = 0;
+  for (Trace* t : traces) {
+    if (t->rank >= 0) continue;
+    while (taken.count(next)) ++next;
+    t->rank = next;
+    t->rank_source = RankSource::kOrder;
+    taken.insert(next);
+    warnings.push_back(t->path + ": no rank in the trace or its file name; using rank " +
+                       std::to_string(next) + " by file order");
+  }
+  return warnings;
+}
+
+}  // namespace magpie::trace

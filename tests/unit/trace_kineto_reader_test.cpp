@@ -1,0 +1,215 @@
+#include "trace/kineto_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "trace/trace_links.hpp"
+
+namespace magpie::trace {
+namespace {
+
+PaddedBuffer buffer_of(std::string_view s) {
+  PaddedBuffer b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+Trace parse(std::string_view json, size_t chunk_bytes = 64, bool python = false) {
+  IngestOptions o;
+  o.chunk_bytes = chunk_bytes;  // tiny chunks: exercise the splitter on small inputs
+  o.threads = 2;
+  o.include_python_functions = python;
+  return parse_kineto(buffer_of(json), "test.json", o);
+}
+
+TEST(ParseUsToNs, KeepsNanosecondDigitsOfEpochTimestamps) {
+  int64_t ns = 0;
+  ASSERT_TRUE(parse_us_to_ns("1773709742341309.550", ns));
+  EXPECT_EQ(ns, 1773709742341309550);
+  ASSERT_TRUE(parse_us_to_ns("12", ns));
+  EXPECT_EQ(ns, 12000);
+  ASSERT_TRUE(parse_us_to_ns("0.0015", ns));  // 1.5 ns rounds half up
+  EXPECT_EQ(ns, 2);
+  ASSERT_TRUE(parse_us_to_ns("1.5e3", ns));
+  EXPECT_EQ(ns, 1500000);
+  ASSERT_TRUE(parse_us_to_ns("-3.25", ns));
+  EXPECT_EQ(ns, -3250);
+  EXPECT_FALSE(parse_us_to_ns("abc", ns));
+  EXPECT_FALSE(parse_us_to_ns("", ns));
+}
+
+constexpr std::string_view kSmallTrace = R"({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0,
+                        "numSms": 132, "totalGlobalMem": 150109880320, "warpSize": 32}],
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "forward", "pid": 10, "tid": 10, "ts": 99, "dur": 50},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 100, "dur": 20,
+     "args": {"External id": 7, "Input Dims": [[16, 64], [64, 32]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+     "ts": 105, "dur": 5, "args": {"correlation": 42, "External id": 7}},
+    {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 110.5, "dur": 3.25,
+     "args": {"correlation": 42, "External id": 7, "device": 0, "stream": 7, "grid": [4, 2, 1],
+              "block": [128, 1, 1], "registers per thread": 96, "shared memory": 1024,
+              "Comms Id": 18446744073709551615}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 10, "tid": 10,
+     "ts": 130, "dur": 5, "args": {"correlation": 50}},
+    {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 140, "dur": 1, "args": {"correlation": 50}},
+    {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 141, "dur": 1, "args": {"correlation": 50}},
+    {"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 142, "dur": 1, "args": {"correlation": 50}},
+    {"ph": "M", "name": "process_name", "pid": 10, "tid": 0, "args": {"name": "python3"}},
+    {"ph": "X", "cat": "user_annotation", "name": "step", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 90, "dur": 100},
+    {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 10, "tid": 10, "ts": 101, "s": "t"},
+    {"name": "no_cat_no_ph", "pid": 10, "tid": 10, "ts": 102},
+    {"ph": "X", "cat": "cpu_op", "name": "no_ts", "pid": 10, "tid": 10},
+    {"ph": "s", "cat": "ac2g", "id": 42, "pid": 10, "tid": 10, "ts": 105, "name": "ac2g"},
+    {"ph": "f", "cat": "ac2g", "id": 42, "pid": 0, "tid": 7, "ts": 110.5, "name": "ac2g", "bp": "e"}
+  ],
+  "traceName": "x.json",
+  "baseTimeNanoseconds": 1700000000000000000
+})";
+
+TEST(KinetoReader, ReadsColumnsMetadataAndQuirks) {
+  Trace t = parse(kSmallTrace);
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.rank_source, RankSource::kTrace);
+  EXPECT_EQ(t.world_size, 8);
+  EXPECT_EQ(t.base_time_ns, 1700000000000000000);
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(t.devices[0].num_sms, 132);
+  EXPECT_EQ(t.process_names.at(10), "python3");
+  EXPECT_EQ(t.stats.python_function_skipped, 1u);
+  EXPECT_EQ(t.stats.malformed_events, 1u);  // the event without ts
+  EXPECT_EQ(t.flows.size(), 2u);
+  // 15 elements: 1 python skipped, 1 metadata, 1 without ts, 2 flows → 10 rows.
+  EXPECT_EQ(t.stats.events_seen, 15u);
+  ASSERT_EQ(t.events.size(), 10u);
+
+  size_t gemm = 0;
+  while (t.name(gemm) != "gemm_kernel") ++gemm;
+  const auto& e = t.events;
+  EXPECT_EQ(e.category[gemm], Category::kKernel);
+  EXPECT_EQ(e.ts_ns[gemm], 110500);
+  EXPECT_EQ(e.dur_ns[gemm], 3250);
+  EXPECT_EQ(e.correlation[gemm], 42);
+  EXPECT_EQ(e.external_id[gemm], 7);
+  EXPECT_EQ(e.stream[gemm], 7);
+  EXPECT_EQ(e.device[gemm], 0);
+  ASSERT_NE(e.detail[gemm], kNoDetail);
+  const auto& k = e.kernel_details[e.detail[gemm]];
+  EXPECT_EQ(k.grid[0], 4);
+  EXPECT_EQ(k.block[0], 128);
+  EXPECT_EQ(k.registers_per_thread, 96);
+
+  size_t mm = 0;
+  while (t.name(mm) != "aten::mm") ++mm;
+  ASSERT_NE(e.detail[mm], kNoDetail);
+  EXPECT_EQ(t.str(e.op_details[e.detail[mm]].input_dims), "[[16, 64], [64, 32]]");
+
+  size_t span = 0;
+  while (t.name(span) != "step") ++span;
+  EXPECT_LT(e.pid[span], 0);  // string pid
+  EXPECT_EQ(t.str(static_cast<StringId>(-1 - e.pid[span])), "Spans");
+
+  size_t nocat = 0;
+  while (t.name(nocat) != "no_cat_no_ph") ++nocat;
+  EXPECT_EQ(e.category[nocat], Category::kUnknown);
+  EXPECT_EQ(e.phase[nocat], Phase::kInstant);
+}
+
+TEST(KinetoReader, SameResultForEveryChunkSize) {
+  Trace a = parse(kSmallTrace, 1);
+  Trace b = parse(kSmallTrace, 1 << 20);
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (size_t r = 0; r < a.events.size(); ++r) {
+    EXPECT_EQ(a.name(r), b.name(r));
+    EXPECT_EQ(a.events.ts_ns[r], b.events.ts_ns[r]);
+  }
+}
+
+TEST(KinetoReader, LinksGraphLaunchToEveryReplayedKernel) {
+  Trace t = parse(kSmallTrace);
+  TraceLinks links = link_trace(t);
+  EXPECT_EQ(links.summary.gpu_events, 4u);
+  EXPECT_EQ(links.summary.linked_gpu_events, 4u);
+  EXPECT_EQ(links.summary.graph_launches, 1u);
+  EXPECT_EQ(links.summary.graph_kernels, 3u);
+  EXPECT_EQ(links.summary.max_kernels_per_graph_launch, 3u);
+  size_t gemm = 0;
+  while (t.name(gemm) != "gemm_kernel") ++gemm;
+  int32_t op = launching_op(t, links, gemm);
+  ASSERT_GE(op, 0);
+  EXPECT_EQ(t.name(static_cast<size_t>(op)), "aten::mm");
+}
+
+TEST(KinetoReader, CutsThatLandInsideStringsFallBackToExactSplitting) {
+  // Event names containing the boundary pattern `},{` fool the fast splitter.
+  std::string json = R"({"traceEvents": [)";
+  for (int i = 0; i < 50; ++i) {
+    if (i) json += ",";
+    json += R"({"ph": "X", "cat": "kernel", "name": "weird},{\"name\": [{}],{", "pid": 0, "tid": 1, "ts": )" +
+            std::to_string(i) + R"(, "dur": 1, "args": {"nested": [{"a": 1},{"b": 2}]}})";
+  }
+  json += "]}";
+  Trace t = parse(json, 16);
+  ASSERT_EQ(t.events.size(), 50u);
+  EXPECT_EQ(t.name(0), "weird},{\"name\": [{}],{");
+}
+
+TEST(KinetoReader, InvalidUtf8IsRepairedNotFatal) {
+  std::string json = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"bad\xff\xfe name\", "
+                     "\"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": 2}]}";
+  Trace t = parse(json);
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.name(0), "bad?? name");
+  EXPECT_FALSE(t.warnings.empty());
+}
+
+TEST(KinetoReader, BareArrayIsAccepted) {
+  Trace t = parse(R"([{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 1, "dur": 2}])");
+  EXPECT_EQ(t.events.size(), 1u);
+}
+
+TEST(KinetoReader, MalformedJsonNamesFileAndOffset) {
+  std::string json = R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2 oops}]})";
+  try {
+    parse(json);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_EQ(e.file(), "test.json");
+    ASSERT_TRUE(e.byte_offset().has_value());
+    EXPECT_GT(*e.byte_offset(), 60u);
+    EXPECT_LE(*e.byte_offset(), json.size());
+  }
+}
+
+TEST(KinetoReader, TruncatedArrayIsReportedAsTruncated) {
+  std::string json = R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "kernel", "na)";
+  try {
+    parse(json);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
+  }
+}
+
+TEST(KinetoReader, NonTraceJsonIsBadFormat) {
+  try {
+    parse(R"({"a": 1})");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find("traceEvents"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace magpie::trace
