@@ -11,7 +11,7 @@ pkgs=(
   libdeflate-dev zlib1g-dev libhyperscan-dev libre2-dev
   libxlsxwriter-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-pytest
 )
 
 missing=()
