@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "analyze_command.hpp"
 #include "benchmark_command.hpp"
 #include "core/error.hpp"
 
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
 
   magpie::app::BenchmarkCommand benchmark;
   benchmark.register_with(app);
+  magpie::app::AnalyzeCommand analyze;
+  analyze.register_with(app);
 
   try {
     app.parse(argc, argv);
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (benchmark.parsed()) return benchmark.run(verbose);
+    if (analyze.parsed()) return analyze.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());

@@ -38,7 +38,7 @@ std::string format_input_dims(std::string_view json) {
       if (depth == 2) {
         if (has_content) {
           if (!out.empty()) out += 'x';
-          out += current + "]";
+          out.append(current).append("]");
         }
         --depth;
         continue;
@@ -226,7 +226,10 @@ std::vector<KernelRow> make_rows(const std::vector<KernelStats>& kernels, double
     row.pct_total = grand_total_us > 0 ? k.total_us / grand_total_us * 100.0 : 0;
     cumulative += row.pct_total;
     row.cumulative_pct = cumulative;
-    for (size_t j = 0; j < k.shapes.size(); ++j) row.input_shapes += (j ? "; " : "") + k.shapes[j];
+    for (size_t j = 0; j < k.shapes.size(); ++j) {
+      if (j) row.input_shapes.append("; ");
+      row.input_shapes.append(k.shapes[j]);
+    }
     size_t best = 0;
     for (const auto& [op, n] : k.launching_ops)
       if (n > best) {

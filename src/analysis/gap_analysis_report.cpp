@@ -5,6 +5,7 @@
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
 #include "report/text_table.hpp"
+#include "sources/magpie_columns.hpp"
 #include "sources/source_index.hpp"
 
 namespace magpie::analysis {
@@ -42,7 +43,9 @@ std::string locations_text(const sources::SourceMatch& m, const sources::RepoVar
   std::string out;
   for (const auto& c : m.candidates) {
     if (!out.empty()) out += "; ";
-    out += sources::display_path(vars, c.repo, c.file) + ":" + std::to_string(c.line);
+    std::string_view var = vars.var_for(c.repo);
+    out.append(var.empty() ? c.repo : std::string(var)).append("/").append(c.file);
+    out.append(":").append(std::to_string(c.line));
   }
   return out;
 }
@@ -203,7 +206,10 @@ std::string gap_console_summary(const GapAnalysisResult& result, const GapReport
   std::string out = fmt::format("Gap Analysis ({:g}%-{:g}% window, category-filtered)\n", c.start_pct,
                                 c.end_pct);
   std::string ranks;
-  for (const auto& r : result.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
+  for (const auto& r : result.ranks) {
+    if (!ranks.empty()) ranks.append(", ");
+    ranks.append(std::to_string(r.rank));
+  }
   out += fmt::format("Ranks analyzed: {} ({})\n", result.ranks.size(), ranks);
   out += fmt::format("Total duration: {:.2f} us\n", result.total_duration_us);
   for (const auto& r : result.ranks) {

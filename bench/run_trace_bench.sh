@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Trace-ingest benchmark: magpie `benchmark --trace-dir` against the plain-Python
+# reference (bench/reference_gap_analysis.py) and HolisticTraceAnalysis, on the same
+# synthetic large trace in the same run. Results: docs/PERFORMANCE.md.
+#
+#   MAGPIE_BIN=build/apps/magpie/magpie bench/run_trace_bench.sh
+#
+# Environment:
+#   MAGPIE_BIN   magpie binary (default build/apps/magpie/magpie); SKIP_MAGPIE=1 to leave it out
+#   RUNS         runs per magpie/reference case, the median is reported (default 3)
+#   HTA_RUNS     runs per HTA case (default 1, it is slow); SKIP_HTA=1 to leave it out
+#   RANKS        rank files for the multi-rank case (default 4)
+#   TARGET_MB    raw size of the single large trace (default 220)
+#   OUT          where outputs and results.tsv go (default bench/data/results/<timestamp>)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MAGPIE_BIN=${MAGPIE_BIN:-$ROOT/build/apps/magpie/magpie}
+RUNS=${RUNS:-3}
+HTA_RUNS=${HTA_RUNS:-1}
+RANKS=${RANKS:-4}
+TARGET_MB=${TARGET_MB:-220}
+SKIP_HTA=${SKIP_HTA:-0}
+SKIP_MAGPIE=${SKIP_MAGPIE:-0}
+DATA=$ROOT/bench/data
+OUT=${OUT:-$DATA/results/$(date +%Y%m%d_%H%M%S)}
+PY=${PYTHON:-python3}
+VENV=$ROOT/bench/.venv
+
+log() { printf '[trace-bench] %s\n' "$*" >&2; }
+
+if [[ ! -x /usr/bin/time ]]; then
+  log "installing GNU time"
+  apt-get update -qq && apt-get install -y -qq time >/dev/null
+fi
+if [[ $SKIP_MAGPIE != 1 && ! -x $MAGPIE_BIN ]]; then
+  log "no magpie binary at $MAGPIE_BIN (set MAGPIE_BIN, or SKIP_MAGPIE=1 to time the others only)"
+  exit 1
+fi
+
+# --- inputs ---------------------------------------------------------------
+if [[ ! -f $DATA/large_trace.json.gz || ! -f $DATA/large_trace.json ]] ||
+   [[ $(ls "$DATA"/ranks/large-rank-*.pt.trace.json.gz 2>/dev/null | wc -l) -ne $RANKS ]]; then
+  log "synthesising traces"
+  "$PY" "$ROOT/bench/make_large_trace.py" --target-mb "$TARGET_MB" --ranks "$RANKS"
+fi
+# Each tool takes a directory; give each input a directory of its own (hard links, no copies).
+mkdir -p "$DATA/single_gz" "$DATA/single_raw"
+ln -f "$DATA/large_trace.json.gz" "$DATA/single_gz/large_trace.json.gz"
+ln -f "$DATA/large_trace.json" "$DATA/single_raw/large_trace.json"
+
+raw_bytes() {  # uncompressed bytes of the traces in a directory (gzip ISIZE; files < 4 GiB)
+  "$PY" - "$1" <<'EOF'
+import pathlib, struct, sys
+total = 0
+for p in sorted(pathlib.Path(sys.argv[1]).iterdir()):
+    if p.name.endswith(".gz"):
+        with p.open("rb") as f:
+            f.seek(-4, 2)
+            total += struct.unpack("<I", f.read(4))[0]
+    elif p.name.endswith(".json"):
+        total += p.stat().st_size
+print(total)
+EOF
+}
+SINGLE_RAW=$(raw_bytes "$DATA/single_gz")
+RANKS_RAW=$(raw_bytes "$DATA/ranks")
+
+if [[ $SKIP_HTA != 1 && ! -x $VENV/bin/python ]]; then
+  log "creating $VENV with HolisticTraceAnalysis"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q holistictraceanalysis
+fi
+
+mkdir -p "$OUT"
+RESULTS=$OUT/results.tsv
+printf 'case\ttool\trun\twall_s\trss_kb\traw_bytes\ttotal_us\n' >"$RESULTS"
+
+# measure CASE TOOL RUNS RAW_BYTES CMD... : wall seconds and peak RSS of each run.
+measure() {
+  local case=$1 tool=$2 runs=$3 raw=$4
+  shift 4
+  for ((i = 1; i <= runs; i++)); do
+    local dir=$OUT/$case.$tool.$i
+    mkdir -p "$dir"
+    log "$case / $tool run $i: $*"
+    if ! /usr/bin/time -f '%e %M' -o "$dir/time" "$@" -o "$dir/out" >"$dir/stdout" 2>"$dir/stderr"; then
+      log "FAILED (see $dir/stderr):"
+      tail -5 "$dir/stderr" >&2
+      printf '%s\t%s\t%d\tFAIL\tFAIL\t%s\t\n' "$case" "$tool" "$i" "$raw" >>"$RESULTS"
+      continue
+    fi
+    local total
+    total=$(sed -n 's/.*Total duration: *\([0-9.]*\) *us.*/\1/p; s/.*HTA kernels listed: .*total \([0-9.]*\) us.*/\1/p' \
+            "$dir/stdout" | head -1)
+    read -r wall rss <"$dir/time"
+    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\n' "$case" "$tool" "$i" "$wall" "$rss" "$raw" "$total" >>"$RESULTS"
+  done
+}
+
+log "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+log "single trace: $SINGLE_RAW raw bytes; $RANKS ranks: $RANKS_RAW raw bytes"
+
+REF=("$PY" "$ROOT/bench/reference_gap_analysis.py")
+if [[ $SKIP_MAGPIE != 1 ]]; then
+  measure single_gz magpie "$RUNS" "$SINGLE_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/single_gz"
+  measure single_raw magpie "$RUNS" "$SINGLE_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/single_raw"
+  measure ranks magpie "$RUNS" "$RANKS_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/ranks"
+  if "$MAGPIE_BIN" benchmark --help 2>&1 | grep -q -- '--threads'; then
+    measure ranks magpie_1thread "$RUNS" "$RANKS_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --threads 1 \
+      --trace-dir "$DATA/ranks"
+  fi
+fi
+measure single_gz python_ref "$RUNS" "$SINGLE_RAW" "${REF[@]}" --top-k 20 "$DATA/single_gz"
+measure single_raw python_ref "$RUNS" "$SINGLE_RAW" "${REF[@]}" --top-k 20 "$DATA/single_raw"
+measure ranks python_ref "$RUNS" "$RANKS_RAW" "${REF[@]}" --top-k 20 "$DATA/ranks"
+if [[ $SKIP_HTA != 1 ]]; then
+  HTA=("$VENV/bin/python" "$ROOT/bench/hta_kernel_breakdown.py")
+  measure single_gz hta "$HTA_RUNS" "$SINGLE_RAW" "${HTA[@]}" "$DATA/single_gz"
+  measure ranks hta "$HTA_RUNS" "$RANKS_RAW" "${HTA[@]}" "$DATA/ranks"
+fi
+
+"$PY" "$ROOT/bench/trace_bench_table.py" "$RESULTS"
+log "raw results: $RESULTS"

@@ -1,0 +1,235 @@
+#include "analysis/roofline_table.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/perf_model_inference.hpp"
+#include "sources/kernel_name.hpp"
+
+namespace magpie::analysis {
+
+using trace::Category;
+
+RooflineFigures roofline_on(const GpuArch* arch, const OpCost& cost, double measured_us) {
+  RooflineFigures f;
+  f.compute_spec = compute_spec(cost.compute_dtype, cost.matrix);
+  double bw = 0;
+  if (arch) {
+    f.peak_tflops = peak_tflops(*arch, cost.compute_dtype, cost.matrix).value_or(0);
+    bw = arch->mem_bw_tbps;
+  }
+  f.point = roofline(cost, measured_us, f.peak_tflops, bw);
+  return f;
+}
+
+std::string op_category(const OpCost& c) {
+  if (c.category == "GEMM") return "GEMM";
+  if (c.category == "SDPA") return "SDPA_fwd";
+  if (c.category == "CONV") return "CONV_fwd";
+  if (c.category == "MoE") return "MoE_fused";
+  if (c.category == "norm") return "NORM_fwd";
+  if (c.category == "memory") return "KV_cache";
+  if (c.category == "elementwise") {
+    return c.params_json.find("\"n_in1\"") != std::string::npos ? "BinaryElementwise"
+                                                                : "UnaryElementwise";
+  }
+  return c.category;
+}
+
+namespace {
+
+struct CallKey {
+  OpRef op;
+  int32_t graph_launch;
+  bool operator==(const CallKey&) const = default;
+};
+struct CallKeyHash {
+  size_t operator()(const CallKey& k) const {
+    return std::hash<int64_t>()((static_cast<int64_t>(k.op.source) << 56) ^
+                                (static_cast<int64_t>(k.op.row) << 24) ^ k.graph_launch);
+  }
+};
+struct OpRefHash {
+  size_t operator()(const OpRef& r) const {
+    return std::hash<int64_t>()((static_cast<int64_t>(r.source) << 40) ^ r.row);
+  }
+};
+
+// Parses each op's arguments once and remembers its model (or none).
+class CostCache {
+ public:
+  CostCache(const AttributionSources& s, const StepAnnotation* step) : s_(s), step_(step) {}
+  const std::optional<OpCost>& get(OpRef r) {
+    auto [it, inserted] = cache_.try_emplace(r);
+    if (inserted) it->second = compute(r);
+    return it->second;
+  }
+
+ private:
+  std::optional<OpCost> compute(OpRef r) const {
+    const auto& t = s_.trace_of(r);
+    const auto row = static_cast<size_t>(r.row);
+    if (t.events.detail[row] == trace::kNoDetail) return std::nullopt;
+    const auto& od = t.events.op_details[t.events.detail[row]];
+    auto dims = parse_input_dims(t.str(od.input_dims));
+    if (!dims) return std::nullopt;
+    return model_for_inference_op(t.name(row), *dims, parse_input_types(t.str(od.input_type)),
+                                  t.str(od.concrete_inputs), step_);
+  }
+  const AttributionSources& s_;
+  const StepAnnotation* step_;
+  std::unordered_map<OpRef, std::optional<OpCost>, OpRefHash> cache_;
+};
+
+bool is_communication(const sources::KernelName& k) {
+  return k.category == sources::KernelCategory::kCommunication;
+}
+
+void build_groups(StageAnalysis& a, const GpuArch* arch) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, size_t> index;
+  for (const auto& c : a.calls) {
+    auto key = std::tuple{c.category, c.name, c.input_dims, c.input_type, c.concrete_inputs};
+    auto [it, inserted] = index.emplace(key, a.groups.size());
+    if (inserted) {
+      OpGroup g;
+      std::tie(g.category, g.name, g.input_dims, g.input_type, g.concrete_inputs) = key;
+      g.cost = c.cost;
+      if (c.cost) g.first = roofline_on(arch, *c.cost, c.kernel_us);
+      a.groups.push_back(std::move(g));
+    }
+    OpGroup& g = a.groups[it->second];
+    ++g.calls;
+    g.kernels += c.gpu_rows.size();
+    g.call_us.push_back(c.kernel_us);
+    g.total_us += c.kernel_us;
+    if (c.cost) {
+      const RooflinePoint p = roofline_on(arch, *c.cost, c.kernel_us).point;
+      g.mean_achieved_tflops += p.achieved_tflops;
+      g.mean_achieved_tbps += p.achieved_tbps;
+      g.mean_pct_roofline += p.pct_roofline;
+    }
+  }
+  for (auto& g : a.groups) {
+    const double n = static_cast<double>(g.calls);
+    g.mean_achieved_tflops /= n;
+    g.mean_achieved_tbps /= n;
+    g.mean_pct_roofline /= n;
+  }
+  std::stable_sort(a.groups.begin(), a.groups.end(),
+                   [](const OpGroup& x, const OpGroup& y) { return x.total_us > y.total_us; });
+}
+
+void build_kernels(StageAnalysis& a, const trace::Trace& t, const GpuArch* arch) {
+  std::unordered_map<trace::StringId, size_t> index;
+  for (const auto& c : a.calls) {
+    for (uint32_t r : c.gpu_rows) {
+      auto [it, inserted] = index.emplace(t.events.name[r], a.kernels.size());
+      if (inserted) a.kernels.push_back({.name = std::string(t.name(r))});
+      KernelGroup& k = a.kernels[it->second];
+      const double us = static_cast<double>(t.events.dur_ns[r]) / 1e3;
+      k.durations_us.push_back(us);
+      k.total_us += us;
+      ++k.ops[c.name];
+      // A kernel carries its op's whole cost only when it is the op's only kernel.
+      if (c.cost && c.gpu_rows.size() == 1) {
+        const RooflineFigures f = roofline_on(arch, *c.cost, us);
+        ++k.modelled;
+        k.compute_spec = f.compute_spec;
+        k.bound = f.point.bound;
+        k.arithmetic_intensity = f.point.arithmetic_intensity;
+        k.roofline_time_us = f.point.roofline_time_us;
+        k.mean_achieved_tflops += f.point.achieved_tflops;
+        k.mean_achieved_tbps += f.point.achieved_tbps;
+        k.mean_pct_roofline += f.point.pct_roofline;
+      }
+    }
+  }
+  for (auto& k : a.kernels) {
+    if (k.modelled == 0) continue;
+    const double n = static_cast<double>(k.modelled);
+    k.mean_achieved_tflops /= n;
+    k.mean_achieved_tbps /= n;
+    k.mean_pct_roofline /= n;
+  }
+  std::stable_sort(a.kernels.begin(), a.kernels.end(),
+                   [](const KernelGroup& x, const KernelGroup& y) { return x.total_us > y.total_us; });
+}
+
+}  // namespace
+
+StageAnalysis analyze_stage(const StageInputs& in) {
+  StageAnalysis a;
+  const auto& s = in.sources;
+  const auto& t = *s.trace;
+  const auto& e = t.events;
+  CostCache costs(s, in.step);
+  auto owners = attribute_kernels(s, in.gpu_rows, [&](OpRef r) { return costs.get(r).has_value(); });
+
+  std::unordered_map<CallKey, size_t, CallKeyHash> call_index;
+  std::unordered_map<int32_t, size_t> graph_calls;  // graph launch row → its pseudo call
+  std::vector<Interval> compute, comm, copies;
+  for (const auto& k : owners) {
+    const uint32_t r = k.gpu_row;
+    ++a.gpu_events;
+    a.total_gpu_us += static_cast<double>(e.dur_ns[r]) / 1e3;
+    if (k.graph_launch >= 0) {
+      ++a.graph_events;
+      a.graph_events_attributed += k.via_capture && k.leaf.valid();
+    }
+    if (e.category[r] != Category::kKernel) {
+      copies.emplace_back(e.ts_ns[r], e.end_ns(r));
+    } else if (is_communication(sources::parse_kernel_name(t.name(r)))) {
+      comm.emplace_back(e.ts_ns[r], e.end_ns(r));
+    } else {
+      compute.emplace_back(e.ts_ns[r], e.end_ns(r));
+    }
+
+    size_t ci = 0;
+    if (k.op.valid()) {
+      auto [it, inserted] = call_index.emplace(CallKey{k.op, k.graph_launch}, a.calls.size());
+      if (inserted) {
+        OpCall c;
+        c.op = k.op;
+        const auto& ot = s.trace_of(k.op);
+        const auto row = static_cast<size_t>(k.op.row);
+        c.name = std::string(ot.name(row));
+        if (ot.events.detail[row] != trace::kNoDetail) {
+          const auto& od = ot.events.op_details[ot.events.detail[row]];
+          c.input_dims = std::string(ot.str(od.input_dims));
+          c.input_type = std::string(ot.str(od.input_type));
+          c.concrete_inputs = std::string(ot.str(od.concrete_inputs));
+        }
+        if (c.input_dims.empty()) ++a.ops_without_shapes;
+        c.cost = costs.get(k.op);
+        c.category = c.cost ? op_category(*c.cost) : "other";
+        a.calls.push_back(std::move(c));
+      }
+      ci = it->second;
+    } else {
+      ++a.unattributed_events;
+      // Graph replays without a capture trace collapse into their launch call,
+      // as in the trace itself (one call per launch); other orphans are one
+      // call each, grouped later by kernel name.
+      const bool graph = k.graph_launch >= 0;
+      auto [it, inserted] = graph ? graph_calls.emplace(k.graph_launch, a.calls.size())
+                                  : std::pair{graph_calls.end(), true};
+      if (inserted) {
+        OpCall c;
+        c.name = std::string(graph ? t.name(static_cast<size_t>(k.graph_launch)) : t.name(r));
+        c.category = graph ? "graph_replay" : "unattributed";
+        a.calls.push_back(std::move(c));
+        ci = a.calls.size() - 1;
+      } else {
+        ci = it->second;
+      }
+    }
+    a.calls[ci].gpu_rows.push_back(r);
+    a.calls[ci].kernel_us += static_cast<double>(e.dur_ns[r]) / 1e3;
+  }
+  a.timeline = compute_gpu_timeline(std::move(compute), std::move(comm), std::move(copies));
+  build_groups(a, in.arch);
+  build_kernels(a, t, in.arch);
+  return a;
+}
+
+}  // namespace magpie::analysis

@@ -1,0 +1,370 @@
+#include "analysis/tracelens_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "analysis/gpu_arch.hpp"
+#include "analysis/graph_capture_alignment.hpp"
+#include "analysis/roofline_table.hpp"
+#include "analysis/stage_splitter.hpp"
+#include "analysis/tracelens_tables.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "report/xlsx_writer.hpp"
+#include "trace/trace_loader.hpp"
+
+namespace magpie::analysis {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using trace::Category;
+
+std::string summary_file_value(const std::optional<int64_t>& v) {
+  return v ? std::to_string(*v) : "unknown";
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool is_trace_file(const fs::path& p) {
+  const std::string n = p.filename().string();
+  return n.ends_with(".json") || n.ends_with(".json.gz");
+}
+
+// Magpie's rank-0 choice for a directory: a rank-0 named file, else the first trace.
+fs::path rank0_trace(const fs::path& dir) {
+  std::vector<fs::path> files = trace::discover_trace_files(dir);
+  for (const auto& f : files) {
+    auto r = trace::rank_from_file_name(f.filename().string());
+    if (r && *r == 0) return f;
+  }
+  return files.front();
+}
+
+std::vector<fs::path> capture_files(const fs::path& dir) {
+  if (!fs::is_directory(dir)) {
+    throw Error(ErrorKind::kNotFound, "--capture-dir is not a directory", dir.string());
+  }
+  std::vector<fs::path> all, named;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!e.is_regular_file() || !is_trace_file(e.path())) continue;
+    all.push_back(e.path());
+    if (e.path().filename().string().find("capture") != std::string::npos) named.push_back(e.path());
+  }
+  auto& out = named.empty() ? all : named;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct ArchChoice {
+  std::optional<GpuArch> arch;
+  std::string reason;
+};
+
+ArchChoice choose_arch(const TraceLensOptions& o, const trace::Trace& t) {
+  std::vector<GpuArch> table = builtin_gpu_archs();
+  if (!o.gpu_arch_file.empty()) table = load_gpu_arch_file(o.gpu_arch_file, std::move(table));
+  if (!o.gpu_arch.empty()) {
+    auto a = find_gpu_arch(o.gpu_arch, table);
+    if (!a) {
+      std::string known;
+      for (const auto& g : table) known += (known.empty() ? "" : ", ") + g.name;
+      throw Error(ErrorKind::kUsage, fmt::format("unknown --gpu-arch '{}'", o.gpu_arch), "",
+                  std::nullopt, "known: " + known + "; add others with --gpu-arch-file");
+    }
+    return {a, "--gpu-arch " + o.gpu_arch};
+  }
+  // The device the GPU work ran on.
+  std::map<int32_t, size_t> used;
+  for (size_t r = 0; r < t.events.size(); ++r) {
+    if (trace::is_gpu_activity(t.events.category[r])) ++used[t.events.device[r]];
+  }
+  const trace::DeviceInfo* dev = t.devices.empty() ? nullptr : &t.devices.front();
+  int32_t busiest = -1;
+  size_t most = 0;
+  for (auto [d, n] : used) {
+    if (n > most) busiest = d, most = n;
+  }
+  for (const auto& d : t.devices) {
+    if (d.id == busiest) dev = &d;
+  }
+  if (!dev) return {std::nullopt, "the trace has no deviceProperties"};
+  ArchPick p = pick_gpu_arch(dev->name, dev->compute_major, dev->compute_minor, dev->num_sms,
+                             dev->total_global_mem, table);
+  return {p.arch, p.reason};
+}
+
+// What the stage reports could not do, and how to get it.
+void input_warnings(const trace::Trace& t, json& warnings) {
+  size_t ops = 0, with_shapes = 0;
+  std::set<std::string> other_annotations;
+  for (size_t r = 0; r < t.events.size(); ++r) {
+    const Category c = t.events.category[r];
+    if (c == Category::kCpuOp) {
+      ++ops;
+      with_shapes += t.events.detail[r] != trace::kNoDetail &&
+                     t.events.op_details[t.events.detail[r]].input_dims != trace::kEmptyString;
+    }
+  }
+  if (ops > 0 && with_shapes == 0) {
+    warnings.push_back(fmt::format(
+        "{}: no cpu_op records its input shapes: FLOPs and bytes (has_perf_model) need a trace "
+        "recorded with torch.profiler.profile(record_shapes=True) (vLLM/SGLang: enable "
+        "record_shapes in the profiler config)",
+        t.path));
+  }
+}
+
+json pick_json(const Iteration& it, const StagePick& p, const std::string& trace_path) {
+  return {{"stage", std::string(to_string(p.stage))},
+          {"output_label", std::string(output_label(p.stage))},
+          {"batch_size", it.step.batch_size},
+          {"trace_path", trace_path},
+          {"num_gpu_events", it.gpu_rows.size()},
+          {"gpu_duration", it.gpu_duration_us},
+          {"gpu_busy_duration", it.gpu_busy_us},
+          {"selection_reason", p.selection_reason},
+          {"candidates", p.candidates},
+          {"marker", it.marker},
+          {"stage_source", it.stage_source},
+          {"window_ns", {it.start_ns, it.end_ns}}};
+}
+
+// Writes one report's tables into `dir`; returns the files written.
+std::vector<std::string> write_tables(const StageTables& tables, const fs::path& dir,
+                                      const TraceLensOptions& o, json& errors) {
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  if (o.write_csv) {
+    for (const report::Table* t : tables.all()) {
+      const fs::path p = dir / (t->name + ".csv");
+      write_file_atomic(p, report::to_csv(*t));
+      files.push_back(p.string());
+    }
+  }
+  if (o.write_excel) {
+    const fs::path p = dir / "perf_report.xlsx";
+    try {
+      report::write_xlsx(p, tables.all());
+      files.push_back(p.string());
+    } catch (const Error& e) {
+      errors.push_back(e.what());
+    }
+  }
+  return files;
+}
+
+struct Loaded {
+  trace::Trace trace;
+  trace::TraceLinks links;
+};
+
+Loaded load(const fs::path& path, const TraceLensOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  Loaded l{trace::load_trace(path, o.ingest), {}};
+  l.links = trace::link_trace(l.trace);
+  if (o.progress) {
+    o.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events) in {:.2f} s",
+                           path.filename().string(),
+                           static_cast<double>(l.trace.stats.raw_bytes) / 1e6,
+                           l.trace.stats.events_kept, seconds_since(t0)));
+  }
+  return l;
+}
+
+json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
+  const auto t_start = std::chrono::steady_clock::now();
+  json m = {{"enabled", true},
+            {"analysis_mode", "inference"},
+            {"output_files", json::array()},
+            {"errors", json::array()},
+            {"warnings", json::array()},
+            {"stage_results", json::object()},
+            {"phase_picks", json::object()}};
+  std::vector<Stage> stages = o.stages;
+  if (stages.empty()) stages = {Stage::kPrefillDecode, Stage::kDecode, Stage::kPrefill};
+  for (Stage s : stages) m["analysis_stages"].push_back(std::string(to_string(s)));
+
+  const fs::path trace_path = fs::is_directory(o.trace) ? rank0_trace(o.trace) : o.trace;
+  m["trace_dir"] = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
+  m["rank0_trace"] = trace_path.string();
+  Loaded main = load(trace_path, o);
+  for (const auto& w : main.trace.warnings) m["warnings"].push_back(w);
+  input_warnings(main.trace, m["warnings"]);
+  const double t_load = seconds_since(t_start);
+
+  ArchChoice arch = choose_arch(o, main.trace);
+  m["gpu_arch_platform"] = arch.arch ? json(arch.arch->name) : json(nullptr);
+  m["gpu_arch_reason"] = arch.reason;
+  if (!arch.arch) {
+    m["warnings"].push_back(
+        "unknown GPU (" + arch.reason +
+        "): roofline columns are left empty; pass --gpu-arch NAME or --gpu-arch-file FILE");
+  }
+
+  // Graph-capture traces, when given.
+  std::vector<CaptureTrace> captures;
+  std::optional<GraphAlignment> alignment;
+  if (!o.capture_dir.empty()) {
+    json files = json::array();
+    for (const auto& f : capture_files(o.capture_dir)) {
+      try {
+        Loaded c = load(f, o);
+        captures.push_back({std::move(c.trace), std::move(c.links)});
+        files.push_back(f.string());
+      } catch (const Error& e) {
+        m["warnings"].push_back(fmt::format("capture trace skipped: {}", e.what()));
+      }
+    }
+    if (captures.empty()) {
+      m["warnings"].push_back("--capture-dir " + o.capture_dir.string() +
+                              " holds no readable capture trace: graph-replayed kernels stay "
+                              "unattributed");
+    }
+    alignment = align_graph_capture(main.trace, main.links, captures);
+    for (const auto& w : alignment->warnings) m["warnings"].push_back(w);
+    const auto& g = *alignment;
+    m["graph_attribution"] = {
+        {"capture_dir", o.capture_dir.string()},
+        {"capture_traces", files},
+        {"captured_launches", g.launches.size()},
+        {"graph_launches", g.graph_launches},
+        {"graph_kernels", g.graph_kernels},
+        {"attributed_kernels", g.attributed},
+        {"attributed_to_op", g.attributed_to_op},
+        {"coverage_pct", g.graph_kernels ? 100.0 * static_cast<double>(g.attributed) /
+                                               static_cast<double>(g.graph_kernels)
+                                         : 0.0}};
+  } else if (main.links.summary.graph_kernels > 0) {
+    m["warnings"].push_back(fmt::format(
+        "{} kernels were replayed from {} CUDA/HIP graph launch(es) and show as one graph_replay "
+        "row each; pass --capture-dir with the graph-capture traces of the same run to attribute "
+        "them to ops",
+        main.links.summary.graph_kernels, main.links.summary.graph_launches));
+  }
+
+  const auto t_split = std::chrono::steady_clock::now();
+  StageSplit split = split_stages(main.trace, main.links);
+  for (const auto& w : split.warnings) m["warnings"].push_back(w);
+  m["split_method"] = split.method;
+  json counts = json::object();
+  for (const auto& it : split.iterations) counts[std::string(to_string(it.stage))] = counts.value(std::string(to_string(it.stage)), 0) + 1;
+  m["iterations"] = counts;
+
+  AttributionSources sources{&main.trace, &main.links, &captures,
+                             alignment ? &*alignment : nullptr};
+  for (Stage stage : stages) {
+    const std::string key(to_string(stage));
+    auto pick = std::find_if(split.picks.begin(), split.picks.end(),
+                             [&](const StagePick& p) { return p.stage == stage; });
+    if (pick == split.picks.end()) {
+      m["warnings"].push_back(key + ": no candidate iteration found; skipping perf report");
+      continue;
+    }
+    const Iteration& it = split.iterations[pick->iteration];
+    const json pj = pick_json(it, *pick, trace_path.string());
+    m["phase_picks"][key] = pj;
+
+    StageInputs in{sources, it.gpu_rows, &it.step, arch.arch ? &*arch.arch : nullptr};
+    const StageAnalysis a = analyze_stage(in);
+    const StageTables tables = make_stage_tables(a);
+    const std::string label(output_label(stage));
+    const fs::path dir = out_root / label;
+    json sr = {{"stage", key}, {"trace_path", trace_path.string()}, {"output_dir", dir.string()}};
+    json errors = json::array();
+    std::vector<std::string> files = write_tables(tables, dir, o, errors);
+    const fs::path simple =
+        out_root / fmt::format("{}_ISL{}_OSL{}_CONC{}_kernel_roofline_simple.csv", label,
+                               summary_file_value(o.isl), summary_file_value(o.osl),
+                               summary_file_value(o.conc));
+    write_file_atomic(simple, report::to_csv(tables.simple_summary));
+    files.push_back(simple.string());
+    sr["files"] = files;
+    sr["simple_summary_file"] = simple.string();
+    if (!errors.empty()) sr["error"] = errors.front();
+    sr["phase_pick"] = pj;
+    sr["summary"] = {{"gpu_events", a.gpu_events},
+                     {"kernel_time_us", a.total_gpu_us},
+                     {"ops", a.groups.size()},
+                     {"unattributed_events", a.unattributed_events},
+                     {"graph_events", a.graph_events},
+                     {"graph_events_attributed", a.graph_events_attributed}};
+    if (a.graph_events > 0 && a.graph_events_attributed < a.graph_events) {
+      m["warnings"].push_back(fmt::format("{}: {} of {} graph-replayed kernels have no op", key,
+                                          a.graph_events - a.graph_events_attributed,
+                                          a.graph_events));
+    }
+    for (const auto& e : errors) m["errors"].push_back(e);
+    for (const auto& f : files) m["output_files"].push_back(f);
+    m["stage_results"][key] = std::move(sr);
+  }
+  m["timing_s"] = {{"load", t_load},
+                   {"analyse_and_write", seconds_since(t_split)},
+                   {"total", seconds_since(t_start)}};
+  return m;
+}
+
+json run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
+  json m = {{"enabled", true},
+            {"analysis_mode", "pytorch"},
+            {"trace_dir", (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string()},
+            {"export_format", o.write_excel ? (o.write_csv ? "both" : "excel") : "csv"},
+            {"output_files", json::array()},
+            {"errors", json::array()},
+            {"warnings", json::array()}};
+  std::vector<fs::path> files =
+      fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
+  m["num_ranks"] = files.size();
+  for (size_t i = 0; i < files.size(); ++i) {
+    Loaded l = load(files[i], o);
+    input_warnings(l.trace, m["warnings"]);
+    ArchChoice arch = choose_arch(o, l.trace);
+    if (!arch.arch) m["warnings"].push_back("unknown GPU (" + arch.reason + "): no roofline columns");
+    std::vector<uint32_t> rows;
+    for (uint32_t r = 0; r < l.trace.events.size(); ++r) {
+      if (trace::is_gpu_activity(l.trace.events.category[r])) rows.push_back(r);
+    }
+    std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+      return l.trace.events.ts_ns[a] < l.trace.events.ts_ns[b];
+    });
+    AttributionSources sources{&l.trace, &l.links, nullptr, nullptr};
+    const StageAnalysis a = analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
+    const StageTables tables = make_stage_tables(a);
+    const int rank = l.trace.rank >= 0 ? l.trace.rank : static_cast<int>(i);
+    json errors = json::array();
+    for (const auto& f : write_tables(tables, out_root / fmt::format("rank{}", rank), o, errors)) {
+      m["output_files"].push_back(f);
+    }
+    for (const auto& e : errors) m["errors"].push_back(e);
+  }
+  return m;
+}
+
+}  // namespace
+
+json run_tracelens(const TraceLensOptions& o) {
+  if (!fs::exists(o.trace)) throw Error(ErrorKind::kNotFound, "trace not found", o.trace.string());
+  if (o.mode != "inference" && o.mode != "pytorch") {
+    throw Error(ErrorKind::kUsage, "--mode must be inference or pytorch, not " + o.mode);
+  }
+  if (o.write_excel && !report::xlsx_available() && !o.write_csv) {
+    throw Error(ErrorKind::kUsage, "this magpie was built without libxlsxwriter: no Excel output",
+                "", std::nullopt, "use --export-format csv, or rebuild with libxlsxwriter-dev");
+  }
+  const fs::path out_root = o.output_dir / "tracelens";
+  fs::create_directories(out_root);
+  json m = o.mode == "pytorch" ? run_pytorch(o, out_root) : run_inference(o, out_root);
+  const fs::path manifest = out_root / "tracelens_manifest.json";
+  m["output_files"].push_back(manifest.string());
+  write_file_atomic(manifest, m.dump(2) + "\n");
+  return m;
+}
+
+}  // namespace magpie::analysis

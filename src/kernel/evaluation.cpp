@@ -1,0 +1,33 @@
+#include "kernel/evaluation.hpp"
+
+namespace magpie::kernel {
+
+const char* to_string(StageState s) {
+  switch (s) {
+    case StageState::kSuccess: return "SUCCESS";
+    case StageState::kFailed: return "FAILED";
+    case StageState::kSkipped: return "SKIPPED";
+  }
+  return "SKIPPED";
+}
+
+std::vector<double> Evaluation::samples_ns() const {
+  std::vector<double> all;
+  for (const auto& r : rounds) all.insert(all.end(), r.samples_ns.begin(), r.samples_ns.end());
+  return all;
+}
+
+std::string Evaluation::timing_source() const {
+  for (const auto& r : rounds) {
+    if (!r.samples_ns.empty()) return r.source;
+  }
+  return "";
+}
+
+double Evaluation::score() const {
+  if (compiling.state == StageState::kFailed || !correct()) return 0.0;
+  if (performance.state == StageState::kFailed) return 0.5;
+  return 1.0;
+}
+
+}  // namespace magpie::kernel

@@ -1,0 +1,62 @@
+#pragma once
+// The state of one implementation as it moves through the pipeline:
+// compile → correctness → performance (and the latency contract), each stage
+// SUCCESS / FAILED / SKIPPED with its errors, commands and log.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel_config.hpp"
+#include "kernel/latency_contract.hpp"
+#include "profiler/kernel_record.hpp"
+
+namespace magpie::kernel {
+
+enum class StageState { kSuccess, kFailed, kSkipped };
+const char* to_string(StageState s);
+
+struct StageResult {
+  StageState state = StageState::kSkipped;
+  std::vector<std::string> errors;
+  std::vector<std::string> notes;     // e.g. "only finiteness was checked"
+  std::vector<std::string> commands;  // as run, shell-quoted
+  std::filesystem::path log;
+  double wall_seconds = 0;
+};
+
+// One performance run of one implementation.
+struct RoundMeasurement {
+  int round = 0;
+  std::string source;               // latency_json | cupti_busy_union | process_wall
+  std::vector<double> samples_ns;
+  int64_t cupti_busy_ns = 0;
+  size_t cupti_kernels = 0;
+  double wall_seconds = 0;
+  std::filesystem::path cupti_jsonl;
+};
+
+struct Evaluation {
+  size_t index = 0;
+  KernelSpec spec;
+  std::filesystem::path dir;  // <workspace>/<id>
+  StageResult compiling, correctness, performance, latency;
+  std::string correctness_scope;      // what the gate actually checked
+  nlohmann::json correctness_detail;  // the Python harness's report, if any
+  std::vector<RoundMeasurement> rounds;
+  std::vector<profiler::KernelRecord> kernels;  // all rounds, as CUPTI saw them
+  std::optional<LatencyReport> latency_report;  // the last round's
+  nlohmann::json ncu_summary;                   // metric → {value, unit, peak?, pct_of_peak?}
+  double floor_ns = 0;                          // roofline floor per sample, 0 = unknown
+  std::vector<std::string> errors;              // all stages' errors, in order
+
+  std::vector<double> samples_ns() const;  // all rounds pooled
+  std::string timing_source() const;       // the first round's source
+  bool correct() const { return correctness.state == StageState::kSuccess; }
+  bool measured() const { return performance.state == StageState::kSuccess; }
+  // Magpie's score: 0.5 correctness + 0.5 performance; 1.0 when correct and performance skipped.
+  double score() const;
+};
+
+}  // namespace magpie::kernel

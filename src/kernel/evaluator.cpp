@@ -1,0 +1,384 @@
+#include "kernel/evaluator.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "kernel/process_runner.hpp"
+#include "kernel/verdict.hpp"
+#include "profiler/ncu_csv.hpp"
+
+namespace magpie::kernel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path self_dir() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path{} : p.parent_path();
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::string(v) : fallback;
+}
+
+std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); }
+
+// Runs the commands of one stage in order into `log`; false at the first failure.
+bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::string, std::string>& env,
+             double timeout_s, StageResult& stage) {
+  for (const auto& argv : cmds) {
+    ProcessSpec spec{argv, cwd, env, seconds(timeout_s), stage.log};
+    stage.commands.push_back(join_command(argv));
+    auto r = run_process(spec);
+    stage.wall_seconds += r.wall_seconds;
+    if (!r.ok()) {
+      std::string what = r.spawn_failed && find_on_path(argv[0]).empty() && argv[0].find('/') == std::string::npos
+                             ? fmt::format("{} not found on PATH", argv[0])
+                             : r.describe();
+      stage.errors.push_back(fmt::format("`{}`: {}; see {}\n{}", join_command(argv), what, stage.log.string(),
+                                         log_tail(stage.log, 1500)));
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string target_spec(const BenchTarget& t) { return t.module + ":" + t.callable; }
+
+std::string inputs_spec(const KernelSpec& k) {
+  const auto& f = !k.get_inputs_func.empty() ? k.get_inputs_func : k.bench_target.get_inputs;
+  return f.find(':') != std::string::npos ? f : k.bench_target.module + ":" + f;
+}
+
+}  // namespace
+
+fs::path default_python_dir() {
+  if (auto v = env_or("MAGPIE_PYTHON_DIR", ""); !v.empty()) return v;
+  for (auto p : {self_dir() / "../share/magpie/python", self_dir() / "../../python"}) {
+    if (fs::exists(p / "magpie_bench")) return fs::weakly_canonical(p);
+  }
+#ifdef MAGPIE_PYTHON_SOURCE_DIR
+  return MAGPIE_PYTHON_SOURCE_DIR;
+#else
+  return {};
+#endif
+}
+
+fs::path default_cupti_lib() {
+  if (auto v = env_or("MAGPIE_CUPTI_LIB", ""); !v.empty()) return v;
+  for (auto p : {self_dir() / "libmagpie_cupti.so", self_dir() / "../lib/libmagpie_cupti.so",
+                 self_dir() / "../../src/profiler/libmagpie_cupti.so"}) {
+    if (fs::exists(p)) return fs::weakly_canonical(p);
+  }
+#ifdef MAGPIE_CUPTI_LIB_PATH
+  if (fs::exists(MAGPIE_CUPTI_LIB_PATH)) return MAGPIE_CUPTI_LIB_PATH;
+#endif
+  return {};
+}
+
+VarLookup magpie_lookup(const GpuInfo& gpu, const fs::path& workspace) {
+  auto base = environment_lookup();
+  return [base, gpu, workspace](const std::string& name) -> std::optional<std::string> {
+    if (auto v = base(name)) return v;
+    if (name == "MAGPIE_CUDA_ARCH" || name == "MAGPIE_GPU_ARCH") {
+      if (!gpu.arch.empty()) return gpu.arch;
+    }
+    if (name == "MAGPIE_WORKSPACE" && !workspace.empty()) return workspace.string();
+    return std::nullopt;
+  };
+}
+
+Evaluator::Evaluator(EvaluatorOptions options) : opt_(std::move(options)) {}
+
+std::map<std::string, std::string> Evaluator::env_for(const Evaluation& e) const {
+  std::map<std::string, std::string> env = e.spec.env;
+  if (!opt_.gpu.arch.empty()) {
+    env.emplace("MAGPIE_CUDA_ARCH", opt_.gpu.arch);
+    env.emplace("MAGPIE_GPU_ARCH", opt_.gpu.arch);
+  }
+  env["MAGPIE_KERNEL_DIR"] = e.dir.string();
+  env["MAGPIE_KERNEL_ID"] = e.spec.id;
+  if (e.spec.type == KernelType::kCuda && !e.spec.source_files.empty() && e.spec.compile_command.empty()) {
+    env["MAGPIE_BINARY"] = (e.dir / e.spec.source_files.front().stem()).string();
+  }
+  std::string pp;
+  auto add = [&pp](const std::string& p) {
+    if (!p.empty()) pp += (pp.empty() ? "" : ":") + p;
+  };
+  add(opt_.python_dir.string());
+  add(e.spec.working_dir.string());
+  if (opt_.baseline != nullptr) add(opt_.baseline->working_dir.string());
+  for (const auto& p : opt_.latency.pythonpath) add(p);
+  add(env_or("PYTHONPATH", ""));
+  env["PYTHONPATH"] = pp;
+  env["PYTHONUNBUFFERED"] = "1";
+  return env;
+}
+
+void Evaluator::prepare(Evaluation& e) const {
+  e.dir = opt_.workspace / e.spec.id;
+  fs::create_directories(e.dir);
+  e.compiling.log = e.dir / "compile.log";
+  e.correctness.log = e.dir / "correctness.log";
+  e.performance.log = e.dir / "performance.log";
+  compile(e);
+  if (e.compiling.state != StageState::kSuccess) {
+    e.correctness.errors.push_back("skipped: compilation failed");
+    e.performance.errors.push_back("skipped: compilation failed");
+    return;
+  }
+  check_correctness(e);
+  if (!e.correct()) e.performance.errors.push_back("skipped: correctness did not succeed");
+}
+
+void Evaluator::compile(Evaluation& e) const {
+  auto& st = e.compiling;
+  auto env = env_for(e);
+  CommandList cmds = e.spec.compile_command;
+  if (cmds.empty() && !is_python_type(e.spec.type) && !e.spec.source_files.empty()) {
+    Command argv;
+    fs::path out = e.dir / e.spec.source_files.front().stem();
+    if (e.spec.type == KernelType::kCuda) {
+      argv = {"nvcc", "-O3", "-lineinfo"};
+      if (opt_.gpu.arch.rfind("sm_", 0) == 0) argv.push_back("-arch=" + opt_.gpu.arch);
+      else st.notes.push_back("no NVIDIA GPU detected and MAGPIE_GPU_ARCH unset: nvcc's default target used");
+    } else {
+      if (find_on_path("hipcc").empty()) {
+        st.state = StageState::kFailed;
+        st.errors.push_back("hipcc not found on PATH: install ROCm (hipcc) or pass --compile-cmd / compile_command");
+        e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
+        return;
+      }
+      argv = {"hipcc", "-O3"};
+      if (opt_.gpu.arch.rfind("gfx", 0) == 0) argv.push_back("--offload-arch=" + opt_.gpu.arch);
+    }
+    argv.insert(argv.end(), {"-o", out.string()});
+    for (const auto& s : e.spec.source_files) argv.push_back(s.string());
+    cmds.push_back(std::move(argv));
+  }
+  if (cmds.empty()) {
+    st.state = StageState::kSuccess;
+    st.notes.push_back(is_python_type(e.spec.type) ? "no build step: Python implementation"
+                                                   : "no build step: no compile_command and no source_files");
+    return;
+  }
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, st);
+  st.state = ok ? StageState::kSuccess : StageState::kFailed;
+  e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
+}
+
+Command Evaluator::harness_command(const Evaluation& e, const std::string& mode, const fs::path& json_out) const {
+  const auto& c = opt_.correctness;
+  const auto& l = opt_.latency;
+  Command argv{opt_.python, "-m", "magpie_bench", mode, "--target", target_spec(e.spec.bench_target),
+               "--target-dir", e.spec.working_dir.string(), "--inputs", inputs_spec(e.spec), "--json",
+               json_out.string(), "--seed", std::to_string(l.seed)};
+  if (!e.spec.get_init_inputs_func.empty()) argv.insert(argv.end(), {"--init-inputs", e.spec.get_init_inputs_func});
+  if (mode == "check") {
+    argv.insert(argv.end(), {"--seeds", std::to_string(c.seeds)});
+    if (opt_.baseline != nullptr && opt_.baseline != &e.spec && !opt_.baseline->bench_target.empty()) {
+      argv.insert(argv.end(), {"--baseline", target_spec(opt_.baseline->bench_target), "--baseline-dir",
+                               opt_.baseline->working_dir.string()});
+    }
+    if (c.tolerances_set) {
+      argv.insert(argv.end(), {"--atol", fmt::format("{}", c.atol), "--rtol", fmt::format("{}", c.rtol)});
+    }
+    if (c.equal_nan) argv.emplace_back("--equal-nan");
+  } else {
+    argv.insert(argv.end(), {"--max-noise", fmt::format("{}", l.max_noise), "--min-samples",
+                             std::to_string(l.min_samples), "--min-time", fmt::format("{}", l.min_time_s),
+                             "--max-time", fmt::format("{}", l.max_time_s), "--warmup",
+                             std::to_string(l.warmup_iters)});
+    if (!l.l2_flush) argv.emplace_back("--no-l2-flush");
+  }
+  return argv;
+}
+
+void Evaluator::check_correctness(Evaluation& e) const {
+  auto& st = e.correctness;
+  auto env = env_for(e);
+  bool has_target = !e.spec.bench_target.empty() && is_python_type(e.spec.type);
+  bool ok = true;
+  std::vector<std::string> scope;
+  if (has_target) {
+    fs::path json_out = e.dir / "correctness.json";
+    ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env, opt_.correctness.timeout_seconds,
+                 st);
+    try {
+      e.correctness_detail = nlohmann::json::parse(read_file(json_out).view());
+      for (const auto& err : e.correctness_detail.value("errors", std::vector<std::string>{})) st.errors.push_back(err);
+      scope.push_back(e.correctness_detail.value("scope", "numerical check"));
+      if (e.correctness_detail.value("finiteness_only", false)) {
+        st.notes.push_back("no baseline: only finiteness (no NaN/Inf) and input immutability were checked");
+      }
+      ok = ok && e.correctness_detail.value("success", false);
+    } catch (const std::exception& ex) {
+      if (ok) st.errors.push_back(fmt::format("harness wrote no readable {}: {}", json_out.string(), ex.what()));
+      ok = false;
+    }
+  }
+  if (ok && !e.spec.testcase_command.empty()) {
+    ok = run_all(e.spec.testcase_command, e.spec.working_dir, env, opt_.correctness.timeout_seconds, st);
+    scope.push_back("testcase exit status");
+  }
+  if (!has_target && e.spec.testcase_command.empty()) {
+    st.state = StageState::kSkipped;
+    st.errors.push_back("nothing to check: give a testcase_command (--testcase) or a bench_target");
+    e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
+    return;
+  }
+  for (size_t i = 0; i < scope.size(); ++i) e.correctness_scope += (i ? " + " : "") + scope[i];
+  st.state = ok ? StageState::kSuccess : StageState::kFailed;
+  e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
+}
+
+void Evaluator::measure_round(Evaluation& e, int round) const {
+  if (!e.correct() || !opt_.check_performance) return;
+  auto& st = e.performance;
+  auto env = env_for(e);
+  RoundMeasurement m;
+  m.round = round;
+  bool has_target = !e.spec.bench_target.empty() && is_python_type(e.spec.type);
+  CommandList cmds;
+  bool profiled = true;
+  if (!e.spec.prof_command.empty()) {
+    cmds = e.spec.prof_command;
+    profiled = false;  // the user's profiler replaces ours
+  } else if (has_target) {
+    cmds.push_back(harness_command(e, "time", e.dir / fmt::format("timing_r{}.json", round)));
+  } else {
+    cmds = e.spec.testcase_command;
+  }
+  if (cmds.empty()) {
+    if (round == 0) st.errors.push_back("nothing to time: give a testcase_command, prof_command or bench_target");
+    return;
+  }
+  if (profiled && !opt_.cupti_lib.empty() && e.spec.type != KernelType::kHip) {
+    m.cupti_jsonl = e.dir / fmt::format("kernels_r{}.jsonl", round);
+    fs::remove(m.cupti_jsonl);
+    env["CUDA_INJECTION64_PATH"] = opt_.cupti_lib.string();
+    env["MAGPIE_CUPTI_OUTPUT"] = m.cupti_jsonl.string();
+  }
+  StageResult round_stage;
+  round_stage.log = e.dir / fmt::format("performance_r{}.log", round);
+  fs::remove(round_stage.log);
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage);
+  st.commands.insert(st.commands.end(), round_stage.commands.begin(), round_stage.commands.end());
+  st.wall_seconds += round_stage.wall_seconds;
+  m.wall_seconds = round_stage.wall_seconds;
+  if (!ok) {
+    for (auto& err : round_stage.errors) st.errors.push_back(fmt::format("round {}: {}", round, err));
+    e.rounds.push_back(std::move(m));
+    return;
+  }
+  std::string output(read_file(round_stage.log).view());
+  if (opt_.check_latency) {
+    if (auto lat = parse_latency_output(output)) {
+      e.latency_report = *lat;
+      if (lat->success) {
+        m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);
+        for (double ms : lat->samples_ms) m.samples_ns.push_back(ms * 1e6);
+      }
+    }
+  }
+  if (!m.cupti_jsonl.empty()) {
+    auto trace = profiler::read_cupti_jsonl(m.cupti_jsonl);
+    auto kept = profiler::filter_by_name(trace.kernels, opt_.latency.kernel_filter);
+    m.cupti_kernels = kept.size();
+    m.cupti_busy_ns = profiler::busy_union_ns(kept);
+    e.kernels.insert(e.kernels.end(), kept.begin(), kept.end());
+    if (m.samples_ns.empty() && m.cupti_busy_ns > 0) {
+      m.source = "cupti_busy_union";
+      m.samples_ns.push_back(static_cast<double>(m.cupti_busy_ns));
+    }
+  }
+  if (m.samples_ns.empty()) {
+    m.source = "process_wall";
+    m.samples_ns.push_back(m.wall_seconds * 1e9);
+  }
+  e.rounds.push_back(std::move(m));
+}
+
+void Evaluator::ncu_pass(Evaluation& e) const {
+  if (!opt_.performance.ncu_pass || e.spec.testcase_command.empty()) return;
+  if (find_on_path("ncu").empty()) {
+    e.performance.notes.push_back("ncu pass requested but ncu is not on PATH");
+    return;
+  }
+  StageResult st;
+  st.log = e.dir / "ncu.log";
+  fs::remove(st.log);
+  auto cmd = profiler::ncu_command(e.spec.testcase_command.back(), opt_.performance.ncu_metrics,
+                                   opt_.performance.ncu_args);
+  if (!run_all({cmd}, e.spec.working_dir, env_for(e), opt_.performance.timeout_seconds * 4.0, st)) {
+    e.performance.notes.push_back("ncu pass failed: " + (st.errors.empty() ? std::string() : st.errors.front()));
+    return;
+  }
+  auto kernels = profiler::parse_ncu_csv(read_file(st.log).view(), st.log.string());
+  auto totals = profiler::ncu_totals(kernels);
+  auto& s = e.ncu_summary;
+  s["ncu_kernels"] = {{"value", totals.kernels}, {"unit", "count"}};
+  s["gpu_time_duration_sum"] = {{"value", totals.time_ns}, {"unit", "ns"}};
+  s["dram_bytes"] = {{"value", totals.dram_bytes}, {"unit", "bytes"}};
+  s["flops"] = {{"value", totals.flops}, {"unit", "flop"}};
+  if (totals.time_ns > 0) {
+    double tbps = totals.dram_bytes / totals.time_ns / 1e3;
+    double tflops = totals.flops / totals.time_ns / 1e3;
+    s["achieved_tbps"] = {{"value", tbps}, {"unit", "TB/s"}};
+    s["achieved_tflops"] = {{"value", tflops}, {"unit", "TFLOP/s"}};
+    if (opt_.gpu.peak_tbps > 0) {
+      s["achieved_tbps"]["peak"] = opt_.gpu.peak_tbps;
+      s["achieved_tbps"]["pct_of_peak"] = 100 * tbps / opt_.gpu.peak_tbps;
+    }
+  }
+  nlohmann::json per_kernel = nlohmann::json::array();
+  for (const auto& k : kernels) per_kernel.push_back({{"kernel_name", k.kernel_name}, {"metrics", k.metrics}});
+  write_file_atomic(e.dir / "ncu_kernels.json", per_kernel.dump(2));
+}
+
+void Evaluator::finish(Evaluation& e) const {
+  auto& st = e.performance;
+  if (!opt_.check_performance) {
+    st.state = StageState::kSkipped;
+    if (e.correct()) st.notes.push_back("performance not measured (--no-perf)");
+  } else if (e.correct()) {
+    auto samples = e.samples_ns();
+    st.state = samples.empty() ? StageState::kFailed : StageState::kSuccess;
+    if (samples.empty() && st.errors.empty()) st.errors.push_back("no timing samples");
+    double peak_bw = opt_.performance.peak_tbps > 0 ? opt_.performance.peak_tbps : opt_.gpu.peak_tbps;
+    double peak_fl = opt_.performance.peak_tflops > 0 ? opt_.performance.peak_tflops : opt_.gpu.peak_tflops;
+    double floor = 0;
+    if (e.spec.min_bytes > 0 && peak_bw > 0) floor = std::max(floor, e.spec.min_bytes / (peak_bw * 1e3));
+    if (e.spec.min_flops > 0 && peak_fl > 0) floor = std::max(floor, e.spec.min_flops / (peak_fl * 1e3));
+    e.floor_ns = floor;
+    if (!samples.empty() && floor > 0 && median_of(samples) < floor * opt_.performance.floor_tolerance) {
+      st.state = StageState::kFailed;
+      st.errors.push_back(fmt::format(
+          "median {:.3f} us is below the roofline floor {:.3f} us ({} bytes at {} TB/s, {} FLOP at {} TFLOP/s): "
+          "physically impossible, so the timing misses work (another stream? cached result?)",
+          median_of(samples) / 1e3, floor / 1e3, e.spec.min_bytes, peak_bw, e.spec.min_flops, peak_fl));
+    }
+    if (st.state == StageState::kSuccess) ncu_pass(e);
+    e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
+  } else {
+    st.state = StageState::kSkipped;
+  }
+  auto& lat = e.latency;
+  if (!opt_.check_latency || !e.latency_report) {
+    lat.state = StageState::kSkipped;
+  } else {
+    lat.state = e.latency_report->success ? StageState::kSuccess : StageState::kFailed;
+    if (!e.latency_report->success) lat.errors.push_back(e.latency_report->error);
+  }
+  std::ofstream(e.performance.log) << fmt::format("rounds: {}\n", e.rounds.size());
+}
+
+}  // namespace magpie::kernel

@@ -1,0 +1,59 @@
+#pragma once
+// Runs the pipeline for each implementation: compile → correctness → performance.
+// Every step runs in its own process group with a timeout (process_runner);
+// a failed stage marks the later ones SKIPPED. Performance is measured in
+// rounds so that compare can interleave implementations (drift hits all alike).
+#include <filesystem>
+#include <string>
+
+#include "kernel/evaluation.hpp"
+#include "kernel/gpu_info.hpp"
+#include "kernel/kernel_config.hpp"
+
+namespace magpie::kernel {
+
+struct EvaluatorOptions {
+  PerformanceSettings performance;
+  CorrectnessSettings correctness;
+  LatencySettings latency;
+  bool check_performance = true;  // --no-perf clears it
+  bool check_latency = true;      // --no-latency clears it
+  std::filesystem::path workspace;
+  std::filesystem::path python_dir;  // holds magpie_bench/
+  std::filesystem::path cupti_lib;   // libmagpie_cupti.so, "" = none
+  std::string python = "python3";
+  GpuInfo gpu;
+  const KernelSpec* baseline = nullptr;  // numerical reference for bench_target checks
+  bool verbose = false;
+};
+
+// Where the built-in pieces live: $MAGPIE_PYTHON_DIR / $MAGPIE_CUPTI_LIB, else
+// beside the executable, else the build tree this binary came from.
+std::filesystem::path default_python_dir();
+std::filesystem::path default_cupti_lib();
+
+// The variables Magpie adds for commands and $VAR expansion:
+// MAGPIE_CUDA_ARCH / MAGPIE_GPU_ARCH (e.g. sm_90), MAGPIE_WORKSPACE.
+VarLookup magpie_lookup(const GpuInfo& gpu, const std::filesystem::path& workspace);
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvaluatorOptions options);
+  // Creates <workspace>/<id>/ and runs compile and correctness.
+  void prepare(Evaluation& e) const;
+  // One performance run (no-op unless correctness succeeded and perf is on).
+  void measure_round(Evaluation& e, int round) const;
+  // Sets the performance and latency states, the ncu pass and the roofline floor.
+  void finish(Evaluation& e) const;
+  const EvaluatorOptions& options() const { return opt_; }
+
+ private:
+  void compile(Evaluation& e) const;
+  void check_correctness(Evaluation& e) const;
+  void ncu_pass(Evaluation& e) const;
+  std::map<std::string, std::string> env_for(const Evaluation& e) const;
+  Command harness_command(const Evaluation& e, const std::string& mode, const std::filesystem::path& json_out) const;
+  EvaluatorOptions opt_;
+};
+
+}  // namespace magpie::kernel

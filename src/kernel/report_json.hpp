@@ -1,0 +1,21 @@
+#pragma once
+// analyze_report.json and compare_report.json in Magpie's structure
+// (interface §4), with our statistics in extra fields beside Magpie's.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kernel/evaluation.hpp"
+#include "kernel/ranking.hpp"
+
+namespace magpie::kernel {
+
+// One EvaluationState (what MCP tools take, too).
+nlohmann::json evaluation_state(const Evaluation& e);
+
+nlohmann::json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp);
+
+nlohmann::json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking,
+                              const VerdictSettings& settings, const std::string& timestamp);
+
+}  // namespace magpie::kernel

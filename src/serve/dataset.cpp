@@ -1,0 +1,133 @@
+#include "serve/dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+
+namespace magpie::serve {
+
+namespace {
+
+int64_t estimate_tokens(const std::string& text) {
+  // ~4 characters per token for English BPE vocabularies; only a default.
+  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
+}
+
+void shuffle_and_cut(std::vector<Prompt>& prompts, const FileDatasetOptions& options) {
+  if (options.seed != 0) {
+    std::mt19937_64 rng(options.seed);
+    std::shuffle(prompts.begin(), prompts.end(), rng);
+  }
+  if (options.num_prompts != 0 && prompts.size() > options.num_prompts)
+    prompts.resize(options.num_prompts);
+  if (options.output_len)
+    for (auto& p : prompts) p.output_len = *options.output_len;
+}
+
+}  // namespace
+
+std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
+  if (o.input_len < 1 || o.output_len < 1)
+    throw Error(ErrorKind::kUsage, "input and output lengths must be at least 1");
+  if (o.range_ratio < 0 || o.range_ratio >= 1)
+    throw Error(ErrorKind::kUsage, fmt::format("range ratio must be in [0, 1), got {}", o.range_ratio));
+  if (o.token_id_max <= o.token_id_min)
+    throw Error(ErrorKind::kUsage, "token id range is empty");
+  std::mt19937_64 rng(o.seed);
+  auto lo_hi = [&](int64_t len) {
+    auto lo = static_cast<int64_t>(static_cast<double>(len) * (1 - o.range_ratio));
+    auto hi = static_cast<int64_t>(static_cast<double>(len) * (1 + o.range_ratio));
+    return std::uniform_int_distribution<int64_t>(std::max<int64_t>(1, lo), std::max<int64_t>(1, hi));
+  };
+  auto in_dist = lo_hi(o.input_len);
+  auto out_dist = lo_hi(o.output_len);
+  std::uniform_int_distribution<int32_t> id_dist(o.token_id_min, o.token_id_max - 1);
+  std::vector<int32_t> prefix(static_cast<size_t>(o.prefix_len));
+  for (auto& t : prefix) t = id_dist(rng);
+  std::vector<Prompt> prompts(o.num_prompts);
+  int32_t span = o.token_id_max - o.token_id_min;
+  for (auto& p : prompts) {
+    int64_t n = in_dist(rng);
+    p.token_ids = prefix;
+    p.token_ids.reserve(prefix.size() + static_cast<size_t>(n));
+    // Consecutive ids from a random offset, as vLLM does: cheap and never
+    // repeats a short cycle that a prefix cache could exploit.
+    int32_t offset = id_dist(rng) - o.token_id_min;
+    for (int64_t k = 0; k < n; ++k)
+      p.token_ids.push_back(o.token_id_min + static_cast<int32_t>((offset + k) % span));
+    p.prompt_len = static_cast<int64_t>(p.token_ids.size());
+    p.output_len = out_dist(rng);
+  }
+  return prompts;
+}
+
+std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
+                                     const FileDatasetOptions& options) {
+  auto buffer = read_file(path);
+  auto j = nlohmann::json::parse(buffer.view(), nullptr, false);
+  if (j.is_discarded() || !j.is_array())
+    throw Error(ErrorKind::kBadFormat, "ShareGPT dataset must be a JSON list of conversations",
+                path.string());
+  std::vector<Prompt> prompts;
+  for (const auto& entry : j) {
+    auto c = entry.find("conversations");
+    if (c == entry.end() || !c->is_array() || c->size() < 2) continue;
+    const auto& q = (*c)[0];
+    const auto& a = (*c)[1];
+    if (!q.contains("value") || !a.contains("value") || !q["value"].is_string() ||
+        !a["value"].is_string())
+      continue;
+    Prompt p;
+    p.text = q["value"].get<std::string>();
+    p.prompt_len = estimate_tokens(p.text);
+    p.output_len = estimate_tokens(a["value"].get_ref<const std::string&>());
+    // vLLM drops very short and very long pairs; so do we (by estimate).
+    if (p.prompt_len < 4 || p.output_len < 4 || p.prompt_len > 1024 || p.prompt_len + p.output_len > 2048)
+      continue;
+    prompts.push_back(std::move(p));
+  }
+  shuffle_and_cut(prompts, options);
+  if (prompts.empty())
+    throw Error(ErrorKind::kBadFormat, "no usable conversations in ShareGPT dataset", path.string());
+  return prompts;
+}
+
+std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
+                                  const FileDatasetOptions& options) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::kNotFound, "cannot open JSONL dataset", path.string());
+  std::vector<Prompt> prompts;
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    auto where = fmt::format("{}:{}", path.string(), line_no);
+    if (j.is_discarded() || !j.is_object())
+      throw Error(ErrorKind::kBadFormat, "JSONL line is not a JSON object", where);
+    Prompt p;
+    if (auto ids = j.find("prompt_token_ids"); ids != j.end() && ids->is_array()) {
+      p.token_ids = ids->get<std::vector<int32_t>>();
+      p.prompt_len = static_cast<int64_t>(p.token_ids.size());
+    } else if (auto t = j.find("prompt"); t != j.end() && t->is_string()) {
+      p.text = t->get<std::string>();
+      p.prompt_len = estimate_tokens(p.text);
+    } else {
+      throw Error(ErrorKind::kBadFormat, "JSONL line needs \"prompt\" or \"prompt_token_ids\"", where);
+    }
+    p.output_len = j.value("output_len", j.value("max_tokens", int64_t{256}));
+    prompts.push_back(std::move(p));
+  }
+  shuffle_and_cut(prompts, options);
+  if (prompts.empty()) throw Error(ErrorKind::kBadFormat, "JSONL dataset is empty", path.string());
+  return prompts;
+}
+
+}  // namespace magpie::serve

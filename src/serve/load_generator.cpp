@@ -1,0 +1,272 @@
+#include "serve/load_generator.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cmath>
+#include <deque>
+#include <iostream>
+#include <memory>
+
+#include "core/error.hpp"
+#include "serve/http_client.hpp"
+#include "serve/openai_stream.hpp"
+
+namespace magpie::serve {
+
+namespace {
+
+using secs = std::chrono::duration<double>;
+
+// State of one run. Lives on the stack of run_load; every callback runs on
+// its io_context thread.
+class Run {
+ public:
+  Run(const LoadOptions& o, boost::asio::io_context& io)
+      : o_(o), io_(io), client_(io, o.endpoint), arrival_(io), watchdog_(io) {
+    target_ = o.endpoint.target(endpoint_path(o.request.api));
+    bodies_.reserve(o.prompts.size());
+    for (const auto& p : o.prompts) bodies_.push_back(build_request_body(p, o.request));
+  }
+
+  LoadResult execute() {
+    if (o_.prompts.empty()) throw Error(ErrorKind::kUsage, "no prompts to send");
+    start_watchdog();
+    if (o_.warmups > 0) {
+      phase_ = Phase::kWarmup;
+      for (size_t i = 0; i < o_.warmups; ++i) enqueue(Pending{i, 0, true});
+      io_.run();
+      io_.restart();
+      if (stopping_) return finish_early();
+      start_watchdog();
+    }
+    phase_ = Phase::kMeasure;
+    if (o_.on_measure_start) o_.on_measure_start();
+    infinite_rate_ = std::isinf(o_.arrivals.request_rate);
+    if (o_.duration_s > 0) {
+      if (infinite_rate_ && o_.max_concurrency == 0)
+        throw Error(ErrorKind::kUsage, "a duration-bounded run at rate inf needs --max-concurrency");
+      if (!infinite_rate_) offsets_ = arrival_offsets_for(o_.duration_s, o_.arrivals);
+    } else {
+      offsets_ = arrival_offsets(o_.num_prompts, o_.arrivals);
+    }
+    t0_ = Clock::now();
+    end_ = t0_ + std::chrono::duration_cast<Clock::duration>(secs(o_.duration_s));
+    dispatch();
+    maybe_stop_io();
+    io_.run();
+    result_.duration_s = secs(last_done_ - t0_).count();
+    if (result_.records.empty()) result_.duration_s = secs(Clock::now() - t0_).count();
+    result_.connections_opened = client_.connections_opened();
+    if (o_.progress) std::cerr << "\n";
+    return std::move(result_);
+  }
+
+ private:
+  enum class Phase { kWarmup, kMeasure };
+  struct Pending {
+    size_t index;
+    double scheduled_s;
+    bool warmup;
+    Clock::time_point ready{};  // when it could have been sent (schedule or freed slot)
+  };
+  struct Live {
+    RequestRecord record;
+    SseParser parser;
+    OpenAiStreamReader reader;
+    std::vector<SseEvent> events;
+    std::string error_body;
+    Clock::time_point start;
+  };
+
+  LoadResult finish_early() {
+    result_.interrupted = interrupted_;
+    return std::move(result_);
+  }
+
+  bool duration_mode() const { return o_.duration_s > 0; }
+  size_t planned() const { return duration_mode() && infinite_rate_ ? SIZE_MAX : offsets_.size(); }
+
+  void dispatch() {
+    if (stopping_) return;
+    auto now = Clock::now();
+    if (duration_mode() && infinite_rate_) {
+      while (in_flight_ < o_.max_concurrency && now < end_) {
+        enqueue(Pending{next_++, secs(now - t0_).count(), false, now});
+      }
+      return;  // completions refill
+    }
+    while (next_ < offsets_.size()) {
+      auto due = t0_ + std::chrono::duration_cast<Clock::duration>(secs(offsets_[next_]));
+      if (due > now) {
+        arrival_.expires_at(due);
+        arrival_.async_wait([this](boost::system::error_code ec) {
+          if (!ec) dispatch();
+        });
+        return;
+      }
+      enqueue(Pending{next_, offsets_[next_], false, due});
+      ++next_;
+    }
+  }
+
+  void enqueue(Pending p) {
+    if (p.ready == Clock::time_point{}) p.ready = Clock::now();
+    if (o_.max_concurrency == 0 || in_flight_ < o_.max_concurrency) {
+      launch(p, 0.0);
+    } else {
+      waiting_.push_back(p);
+    }
+  }
+
+  void launch(const Pending& p, double queue_s) {
+    auto live = std::make_shared<Live>();
+    auto& r = live->record;
+    r.index = p.index;
+    r.warmup = p.warmup;
+    const auto& prompt = o_.prompts[p.warmup ? 0 : p.index % o_.prompts.size()];
+    r.prompt_len = prompt.prompt_len;
+    r.expected_output_len = prompt.output_len;
+    live->start = Clock::now();
+    r.scheduled_s = p.scheduled_s;
+    r.start_s = secs(live->start - t0_).count();
+    r.queue_s = queue_s;
+    r.overhead_s = secs(live->start - p.ready).count();
+    ++in_flight_;
+    result_.peak_concurrency = std::max<int64_t>(result_.peak_concurrency, static_cast<int64_t>(in_flight_));
+    StreamHandlers h;
+    h.on_status = [live](int status) { live->record.http_status = status; };
+    h.on_body = [this, live](std::string_view bytes, Clock::time_point t) {
+      if (live->record.http_status != 200) {
+        if (live->error_body.size() < 2000) live->error_body.append(bytes.substr(0, 2000));
+        return;
+      }
+      live->parser.feed(bytes, t, live->events);
+      if (live->events.empty()) return;
+      for (const auto& ev : live->events) live->reader.on_event(ev);
+      if (phase_ == Phase::kMeasure) {
+        auto now = Clock::now();
+        for (const auto& ev : live->events) result_.record_lag_s.push_back(secs(now - ev.first_byte).count());
+      }
+      live->events.clear();
+    };
+    h.on_done = [this, live](const StreamEnd& end) { completed(*live, end); };
+    client_.post(target_, bodies_[p.warmup ? 0 : p.index % bodies_.size()], o_.request_timeout,
+                 std::move(h));
+  }
+
+  void completed(Live& live, const StreamEnd& end) {
+    auto& r = live.record;
+    live.reader.finish(live.start, live.parser.has_partial(), r);
+    using K = StreamEnd::Kind;
+    bool stream_ok = r.success;
+    if (end.kind == K::kComplete && r.http_status != 200) {
+      r.success = false;
+      r.failure = FailureReason::kHttpStatus;
+      r.error = fmt::format("HTTP {}: {:.500}", r.http_status, live.error_body);
+    } else if (end.kind != K::kComplete && !(stream_ok && live.reader.done())) {
+      r.success = false;
+      r.failure = end.kind == K::kTimeout         ? FailureReason::kTimeout
+                  : end.kind == K::kConnectFailed ? FailureReason::kConnectFailed
+                  : end.kind == K::kCancelled     ? FailureReason::kCancelled
+                                                  : FailureReason::kTransport;
+      r.error = end.message;
+    }
+    --in_flight_;
+    auto now = Clock::now();
+    if (!r.warmup) {
+      last_done_ = now;
+      if (o_.on_record) o_.on_record(r);
+      if (!r.success) ++failed_;
+      result_.records.push_back(std::move(r));
+    }
+    if (stopping_) {
+      maybe_stop_io();
+      return;
+    }
+    if (!waiting_.empty()) {
+      Pending p = waiting_.front();
+      waiting_.pop_front();
+      double queue_s = secs(now - p.ready).count();
+      p.ready = now;
+      launch(p, queue_s);
+    } else if (duration_mode() && infinite_rate_) {
+      dispatch();
+    }
+    maybe_stop_io();
+  }
+
+  void maybe_stop_io() {
+    bool issuing_done = stopping_ || phase_ == Phase::kWarmup || next_ >= planned() ||
+                        (duration_mode() && infinite_rate_ && Clock::now() >= end_);
+    if (in_flight_ == 0 && waiting_.empty() && issuing_done) {
+      arrival_.cancel();
+      watchdog_.cancel();
+      io_.stop();
+    }
+  }
+
+  void start_watchdog() {
+    watchdog_.expires_after(std::chrono::milliseconds(100));
+    watchdog_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      check();
+      start_watchdog();
+    });
+  }
+
+  void check() {
+    auto now = Clock::now();
+    bool interrupted = o_.stop && o_.stop->load();
+    bool dead = o_.server_alive && !o_.server_alive();
+    if ((interrupted || dead) && !stopping_) {
+      stopping_ = true;
+      interrupted_ = interrupted;
+      result_.interrupted = interrupted;
+      result_.server_died = dead;
+      result_.not_sent = waiting_.size() + (planned() == SIZE_MAX ? 0 : planned() - std::min(next_, planned()));
+      waiting_.clear();
+      arrival_.cancel();
+      // Ctrl-C aborts what is in flight; after a server death the sockets fail by themselves.
+      if (interrupted) client_.cancel_all();
+      maybe_stop_io();
+    }
+    if (duration_mode() && !infinite_rate_ && next_ >= planned()) maybe_stop_io();
+    if (o_.progress && phase_ == Phase::kMeasure && now - last_progress_ > std::chrono::milliseconds(500)) {
+      last_progress_ = now;
+      double elapsed = secs(now - t0_).count();
+      auto done = result_.records.size();
+      std::string total = planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned());
+      std::cerr << fmt::format("\r  {}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s   ",
+                               done, total, in_flight_, waiting_.size(), failed_,
+                               elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed)
+                << std::flush;
+    }
+  }
+
+  const LoadOptions& o_;
+  boost::asio::io_context& io_;
+  StreamingHttpClient client_;
+  boost::asio::steady_timer arrival_, watchdog_;
+  std::string target_;
+  std::vector<std::string> bodies_;
+  std::vector<double> offsets_;
+  std::deque<Pending> waiting_;
+  Phase phase_ = Phase::kWarmup;
+  bool infinite_rate_ = true;
+  bool stopping_ = false, interrupted_ = false;
+  size_t next_ = 0, in_flight_ = 0, failed_ = 0;
+  Clock::time_point t0_{}, end_{}, last_done_{}, last_progress_{};
+  LoadResult result_;
+};
+
+}  // namespace
+
+LoadResult run_load(const LoadOptions& options) {
+  boost::asio::io_context io(1);
+  Run run(options, io);
+  return run.execute();
+}
+
+}  // namespace magpie::serve

@@ -1,0 +1,52 @@
+#pragma once
+// Drives one measured run against an OpenAI-compatible server: warm-ups,
+// then requests on an absolute arrival schedule (monotonic clock), capped at
+// max_concurrency, bounded by a prompt count or a duration. Single-threaded
+// on one io_context, so the client's own work is one core's worth of
+// callbacks and nothing contends for a lock.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "serve/arrival_schedule.hpp"
+#include "serve/dataset.hpp"
+#include "serve/endpoint.hpp"
+#include "serve/request_builder.hpp"
+#include "serve/request_record.hpp"
+
+namespace magpie::serve {
+
+struct LoadOptions {
+  Endpoint endpoint;
+  RequestOptions request;
+  std::vector<Prompt> prompts;  // cycled when the run needs more
+  size_t num_prompts = 0;       // measured requests; 0 with duration_s > 0
+  double duration_s = 0;        // > 0: send until then, then drain
+  ArrivalOptions arrivals;
+  size_t max_concurrency = 0;   // 0 = unbounded
+  size_t warmups = 0;           // sent first (first prompt, same cap), not measured
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
+  std::function<void(const RequestRecord&)> on_record;  // each finished request, as it finishes
+  bool progress = false;                                // live line on stderr
+  const std::atomic<bool>* stop = nullptr;              // set by Ctrl-C
+  std::function<bool()> server_alive;                   // polled; false ends the run early
+  std::function<void()> on_measure_start;               // e.g. POST /start_profile
+};
+
+struct LoadResult {
+  std::vector<RequestRecord> records;  // measured requests in completion order
+  double duration_s = 0;               // first scheduled send → last completion
+  int64_t peak_concurrency = 0;
+  size_t not_sent = 0;                 // scheduled but never sent (stopped early)
+  bool interrupted = false;            // Ctrl-C
+  bool server_died = false;
+  size_t connections_opened = 0;
+  // Client-added latency samples (seconds): each event's first byte → its record.
+  std::vector<double> record_lag_s;
+};
+
+LoadResult run_load(const LoadOptions& options);
+
+}  // namespace magpie::serve

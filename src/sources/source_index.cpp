@@ -1,0 +1,98 @@
+#include "sources/source_index.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <system_error>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "sources/detail/repo_files.hpp"
+#include "sources/detail/source_index_impl.hpp"
+
+namespace magpie::sources {
+namespace {
+
+// What one worker thread found; merged once all threads are done.
+struct WorkerResult {
+  std::vector<std::pair<uint32_t, detail::Site>> sites;  // (file, site)
+  size_t files_scanned = 0;
+  size_t bytes_scanned = 0;
+  size_t files_skipped = 0;
+};
+
+void scan_files(const std::vector<detail::SourceFile>& files, std::atomic<size_t>& next,
+                WorkerResult& result) {
+  const detail::DefinitionScanner& scanner = detail::definition_scanner();
+  detail::DefinitionScanner::Scratch scratch(scanner);
+  std::vector<detail::Site> sites;
+  for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < files.size();) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(files[i].absolute, ec);
+    if (ec || size > SourceIndex::kMaxFileBytes) {
+      ++result.files_skipped;
+      continue;
+    }
+    PaddedBuffer buffer;
+    try {
+      buffer = read_file(files[i].absolute);
+    } catch (const Error&) {  // vanished or unreadable since listing: not fatal for a search
+      ++result.files_skipped;
+      continue;
+    }
+    sites.clear();
+    scanner.scan(buffer.view(), files[i].language, scratch, sites);
+    for (detail::Site& s : sites) result.sites.emplace_back(static_cast<uint32_t>(i), std::move(s));
+    ++result.files_scanned;
+    result.bytes_scanned += buffer.size();
+  }
+}
+
+}  // namespace
+
+SourceIndex SourceIndex::build(const std::vector<std::filesystem::path>& repos, unsigned threads) {
+  auto impl = std::make_shared<Impl>();
+  for (const auto& repo : repos) impl->repos.push_back(detail::normalize_repo_root(repo));
+  const std::vector<detail::SourceFile> files = detail::list_source_files(impl->repos);
+  impl->files.reserve(files.size());
+  for (const auto& f : files) impl->files.emplace_back(f.repo, f.relative);
+
+  unsigned workers = threads == 0 ? default_thread_count() : threads;
+  workers = static_cast<unsigned>(std::clamp<size_t>(workers, 1, std::max<size_t>(files.size(), 1)));
+  std::vector<WorkerResult> results(workers);
+  std::atomic<size_t> next{0};
+  parallel_for(workers, workers, [&](size_t w) { scan_files(files, next, results[w]); });
+
+  for (WorkerResult& r : results) {
+    impl->files_scanned += r.files_scanned;
+    impl->bytes_scanned += r.bytes_scanned;
+    impl->files_skipped += r.files_skipped;
+    for (auto& [file, site] : r.sites) {
+      if (detail::is_definition(site.kind)) ++impl->definitions;
+      impl->by_name[std::move(site.name)].push_back({file, site.line, site.kind});
+    }
+    r.sites = {};
+  }
+
+  std::vector<std::string_view> names;
+  for (const auto& [name, sites] : impl->by_name) {
+    if (std::any_of(sites.begin(), sites.end(),
+                    [](const Impl::Site& s) { return detail::is_definition(s.kind); })) {
+      names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  for (std::string_view name : names) {
+    impl->name_starts.push_back(static_cast<uint32_t>(impl->definition_names.size()));
+    impl->definition_names.append(name);
+    impl->definition_names.push_back('\n');
+  }
+  return SourceIndex(std::move(impl));
+}
+
+size_t SourceIndex::files_scanned() const { return impl_->files_scanned; }
+size_t SourceIndex::bytes_scanned() const { return impl_->bytes_scanned; }
+size_t SourceIndex::definitions() const { return impl_->definitions; }
+size_t SourceIndex::files_skipped() const { return impl_->files_skipped; }
+
+}  // namespace magpie::sources
