@@ -74,50 +74,60 @@ fi
 
 mkdir -p "$OUT"
 RESULTS=$OUT/results.tsv
-printf 'case\ttool\trun\twall_s\trss_kb\traw_bytes\ttotal_us\n' >"$RESULTS"
+printf 'case\ttool\trun\twall_s\trss_kb\traw_bytes\ttotal_us\tload1\tcpu_s\n' >"$RESULTS"
 
-# measure CASE TOOL RUNS RAW_BYTES CMD... : wall seconds and peak RSS of each run.
+# measure CASE TOOL RUN RAW_BYTES CMD... : wall seconds, peak RSS and CPU seconds (user+sys) of
+# one run. CPU seconds matter on a shared machine: they barely move with other users' load.
 measure() {
-  local case=$1 tool=$2 runs=$3 raw=$4
+  local case=$1 tool=$2 i=$3 raw=$4
   shift 4
-  for ((i = 1; i <= runs; i++)); do
-    local dir=$OUT/$case.$tool.$i
-    mkdir -p "$dir"
-    log "$case / $tool run $i: $*"
-    if ! /usr/bin/time -f '%e %M' -o "$dir/time" "$@" -o "$dir/out" >"$dir/stdout" 2>"$dir/stderr"; then
-      log "FAILED (see $dir/stderr):"
-      tail -5 "$dir/stderr" >&2
-      printf '%s\t%s\t%d\tFAIL\tFAIL\t%s\t\n' "$case" "$tool" "$i" "$raw" >>"$RESULTS"
-      continue
-    fi
-    local total
-    total=$(sed -n 's/.*Total duration: *\([0-9.]*\) *us.*/\1/p; s/.*HTA kernels listed: .*total \([0-9.]*\) us.*/\1/p' \
-            "$dir/stdout" | head -1)
-    read -r wall rss <"$dir/time"
-    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\n' "$case" "$tool" "$i" "$wall" "$rss" "$raw" "$total" >>"$RESULTS"
-  done
+  local dir=$OUT/$case.$tool.$i load
+  mkdir -p "$dir"
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  log "$case / $tool run $i (load $load): $*"
+  if ! /usr/bin/time -f '%e %M %U %S' -o "$dir/time" "$@" -o "$dir/out" >"$dir/stdout" 2>"$dir/stderr"; then
+    log "FAILED (see $dir/stderr):"
+    tail -5 "$dir/stderr" >&2
+    printf '%s\t%s\t%d\tFAIL\tFAIL\t%s\t\t%s\t\n' "$case" "$tool" "$i" "$raw" "$load" >>"$RESULTS"
+    return 0
+  fi
+  local total wall rss user sys
+  total=$(sed -n 's/.*Total duration: *\([0-9.]*\) *us.*/\1/p; s/.*HTA kernels listed: .*total \([0-9.]*\) us.*/\1/p' \
+          "$dir/stdout" | head -1)
+  read -r wall rss user sys <"$dir/time"
+  printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$tool" "$i" "$wall" "$rss" "$raw" "$total" "$load" \
+    "$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" >>"$RESULTS"
 }
 
 log "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 log "single trace: $SINGLE_RAW raw bytes; $RANKS ranks: $RANKS_RAW raw bytes"
 
-REF=("$PY" "$ROOT/bench/reference_gap_analysis.py")
-if [[ $SKIP_MAGPIE != 1 ]]; then
-  measure single_gz magpie "$RUNS" "$SINGLE_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/single_gz"
-  measure single_raw magpie "$RUNS" "$SINGLE_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/single_raw"
-  measure ranks magpie "$RUNS" "$RANKS_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --trace-dir "$DATA/ranks"
-  if "$MAGPIE_BIN" benchmark --help 2>&1 | grep -q -- '--threads'; then
-    measure ranks magpie_1thread "$RUNS" "$RANKS_RAW" "$MAGPIE_BIN" benchmark --top-k 20 --threads 1 \
-      --trace-dir "$DATA/ranks"
-  fi
-fi
-measure single_gz python_ref "$RUNS" "$SINGLE_RAW" "${REF[@]}" --top-k 20 "$DATA/single_gz"
-measure single_raw python_ref "$RUNS" "$SINGLE_RAW" "${REF[@]}" --top-k 20 "$DATA/single_raw"
-measure ranks python_ref "$RUNS" "$RANKS_RAW" "${REF[@]}" --top-k 20 "$DATA/ranks"
+REF=("$PY" "$ROOT/bench/reference_gap_analysis.py" --top-k 20)
+MAG=("$MAGPIE_BIN" benchmark --top-k 20)
+HAS_THREADS=0
+if [[ $SKIP_MAGPIE != 1 ]] && "$MAGPIE_BIN" benchmark --help 2>&1 | grep -q -- '--threads'; then HAS_THREADS=1; fi
+# Runs are interleaved (magpie, reference, magpie, ...) so that load from other users
+# of the machine falls on both alike.
+for ((run = 1; run <= RUNS; run++)); do
+  for case in single_gz single_raw ranks; do
+    dir=$DATA/$case
+    raw=$SINGLE_RAW
+    [[ $case == ranks ]] && raw=$RANKS_RAW
+    if [[ $SKIP_MAGPIE != 1 ]]; then
+      measure "$case" magpie "$run" "$raw" "${MAG[@]}" --trace-dir "$dir"
+      if [[ $case == ranks && $HAS_THREADS == 1 ]]; then
+        measure "$case" magpie_1thread "$run" "$raw" "${MAG[@]}" --threads 1 --trace-dir "$dir"
+      fi
+    fi
+    measure "$case" python_ref "$run" "$raw" "${REF[@]}" "$dir"
+  done
+done
 if [[ $SKIP_HTA != 1 ]]; then
   HTA=("$VENV/bin/python" "$ROOT/bench/hta_kernel_breakdown.py")
-  measure single_gz hta "$HTA_RUNS" "$SINGLE_RAW" "${HTA[@]}" "$DATA/single_gz"
-  measure ranks hta "$HTA_RUNS" "$RANKS_RAW" "${HTA[@]}" "$DATA/ranks"
+  for ((run = 1; run <= HTA_RUNS; run++)); do
+    measure single_gz hta "$run" "$SINGLE_RAW" "${HTA[@]}" "$DATA/single_gz"
+    measure ranks hta "$run" "$RANKS_RAW" "${HTA[@]}" "$DATA/ranks"
+  done
 fi
 
 "$PY" "$ROOT/bench/trace_bench_table.py" "$RESULTS"

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Summarise bench/run_trace_bench.sh's results.tsv as a Markdown table with ratios.
 
-Per case and tool: median wall seconds over the runs, the peak RSS of that median
-run, throughput in MB/s of raw (uncompressed) JSON, RSS as a multiple of the raw
-size, and each tool's wall time as a multiple of magpie's on the same case.
+Per case and tool: median wall seconds over the runs (all runs listed), median CPU
+seconds (user+sys), throughput in MB/s of raw (uncompressed) JSON per wall second,
+the peak RSS of the median-wall run and that RSS as a multiple of the raw size, and
+each tool's wall and CPU time as a multiple of magpie's on the same input. The load
+average at the start of the runs is shown because the machine may be shared.
 
     python3 bench/trace_bench_table.py bench/data/results/<stamp>/results.tsv
 """
@@ -25,6 +27,10 @@ TOOL_LABELS = {
 }
 
 
+def ratio(value, base):
+    return f"{value / base:.1f}×" if base else "–"
+
+
 def main(path: str) -> int:
     runs = defaultdict(list)
     failed = defaultdict(int)
@@ -33,42 +39,46 @@ def main(path: str) -> int:
             key = (row["case"], row["tool"])
             if row["wall_s"] == "FAIL":
                 failed[key] += 1
-                continue
-            runs[key].append(row)
+            else:
+                runs[key].append(row)
 
     summary = {}
     for key, rows in runs.items():
         rows.sort(key=lambda r: float(r["wall_s"]))
         median_row = rows[(len(rows) - 1) // 2]
-        wall = statistics.median(float(r["wall_s"]) for r in rows)
-        raw = int(median_row["raw_bytes"])
+        cpus = [float(r["cpu_s"]) for r in rows if r.get("cpu_s")]
         summary[key] = {
             "n": len(rows),
-            "wall": wall,
+            "wall": statistics.median(float(r["wall_s"]) for r in rows),
             "walls": [float(r["wall_s"]) for r in rows],
+            "cpu": statistics.median(cpus) if cpus else None,
             "rss_mb": int(median_row["rss_kb"]) * 1024 / 1e6,
-            "raw_mb": raw / 1e6,
+            "raw_mb": int(median_row["raw_bytes"]) / 1e6,
             "total_us": median_row["total_us"],
+            "loads": [float(r["load1"]) for r in rows if r.get("load1")],
         }
 
-    print("| input | tool | runs | wall s (median; all) | MB/s raw | peak RSS MB | RSS / raw | × magpie wall |"
-          " kernel total (us) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| input | tool | runs | wall s: median (all) | CPU s | MB/s raw | peak RSS MB | RSS / raw |"
+          " × magpie wall | × magpie CPU | kernel total (us) | load avg |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for case in CASE_LABELS:
         for tool in TOOL_LABELS:
             key = (case, tool)
             if key in failed and key not in summary:
-                print(f"| {CASE_LABELS[case]} | {TOOL_LABELS[tool]} | {failed[key]} failed | | | | | | |")
+                print(f"| {CASE_LABELS[case]} | {TOOL_LABELS[tool]} | {failed[key]} failed |" + " |" * 9)
             if key not in summary:
                 continue
             s = summary[key]
-            base = summary.get((case, "magpie"))
-            ratio = f"{s['wall'] / base['wall']:.1f}×" if base and base["wall"] > 0 else "–"
+            base = summary.get((case, "magpie"), {})
             walls = ", ".join(f"{w:.2f}" for w in s["walls"])
+            cpu = f"{s['cpu']:.2f}" if s["cpu"] is not None else ""
+            cpu_ratio = ratio(s["cpu"], base.get("cpu")) if s["cpu"] is not None else ""
+            loads = f"{min(s['loads']):.1f}–{max(s['loads']):.1f}" if s["loads"] else ""
             mbps = s["raw_mb"] / s["wall"] if s["wall"] > 0 else float("inf")
             print(f"| {CASE_LABELS[case]} ({s['raw_mb']:.1f} MB raw) | {TOOL_LABELS[tool]} | {s['n']} | "
-                  f"{s['wall']:.2f} ({walls}) | {mbps:.0f} | {s['rss_mb']:.0f} | {s['rss_mb'] / s['raw_mb']:.2f} | "
-                  f"{ratio} | {s['total_us']} |")
+                  f"{s['wall']:.2f} ({walls}) | {cpu} | {mbps:.0f} | {s['rss_mb']:.0f} | "
+                  f"{s['rss_mb'] / s['raw_mb']:.2f} | {ratio(s['wall'], base.get('wall'))} | {cpu_ratio} | "
+                  f"{s['total_us']} | {loads} |")
     return 0
 
 

@@ -21,7 +21,8 @@ void BenchmarkCommand::register_with(CLI::App& app) {
       "Accepts Kineto .json/.json.gz/.pt.trace.json.gz, rocprofv3 JSON and *_kernel_trace.csv.");
   sub_->add_option("framework", framework_, "Serving framework (vllm, sglang, atom)")
       ->check(CLI::IsMember({"vllm", "sglang", "atom"}));
-  sub_->add_option("-o,--output-dir", output_dir_, "Where reports go")->capture_default_str();
+  output_dir_option_ =
+      sub_->add_option("-o,--output-dir", output_dir_, "Where reports go")->capture_default_str();
   auto* gap = "Gap analysis (--trace-dir)";
   sub_->add_option("--trace-dir", trace_dir_,
                    "Folder of profiler traces (uses DIR/torch_trace when present)")
@@ -51,14 +52,12 @@ void BenchmarkCommand::register_with(CLI::App& app) {
                  "Also ingest python_function events (slower; off like HTA's default)")
       ->group(gap);
   sub_->add_option("--threads", threads_, "Worker threads (0 = all cores)")->group(gap);
+  serve_.register_with(sub_);
 }
 
 int BenchmarkCommand::run(bool verbose) {
   if (!trace_dir_.empty()) return run_gap_analysis(verbose);
-  throw Error(ErrorKind::kUsage,
-              "serving benchmarks are not available in this build yet; use --trace-dir to analyse "
-              "existing traces",
-              "", std::nullopt, "example: magpie benchmark --trace-dir ./torch_trace --top-k 20");
+  return serve_.run(framework_, output_dir_, output_dir_option_->count() > 0, verbose);
 }
 
 int BenchmarkCommand::run_gap_analysis(bool verbose) {

@@ -1,8 +1,11 @@
 #pragma once
-// `magpie benchmark`: for now the standalone gap analysis (--trace-dir).
+// `magpie benchmark`: a serving benchmark (serve_options.hpp), or with
+// --trace-dir the standalone gap analysis.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
+
+#include "serve_options.hpp"
 
 namespace magpie::app {
 
@@ -27,6 +30,8 @@ class BenchmarkCommand {
   std::vector<std::string> kernel_source_repos_;
   bool include_python_ = false;
   unsigned threads_ = 0;
+  ServeOptions serve_;
+  CLI::Option* output_dir_option_ = nullptr;
 };
 
 }  // namespace magpie::app

@@ -7,6 +7,7 @@
 
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
+#include "tracelens_command.hpp"
 #include "core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,8 @@ int main(int argc, char** argv) {
 
   magpie::app::BenchmarkCommand benchmark;
   benchmark.register_with(app);
+  magpie::app::TraceLensCommand tracelens;
+  tracelens.register_with(app);
   magpie::app::AnalyzeCommand analyze;
   analyze.register_with(app);
 
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (benchmark.parsed()) return benchmark.run(verbose);
+    if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

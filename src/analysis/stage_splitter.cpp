@@ -113,8 +113,9 @@ std::string iteration_start_op(const Trace& t, const TraceLinks& links,
   for (uint32_t r : top) {
     if (t.name(r) == "aten::embedding") return "aten::embedding";
   }
-  const size_t n = top.size();
-  for (size_t period = 2; period * 2 <= n; ++period) {
+  // Bounded so that a long trace without embeddings stays linear-ish.
+  const size_t n = std::min<size_t>(top.size(), 20000);
+  for (size_t period = 2; period * 2 <= n && period <= 4096; ++period) {
     size_t agree = 0;
     for (size_t i = 0; i + period < n; ++i) agree += e.name[top[i]] == e.name[top[i + period]];
     if (agree * 10 >= (n - period) * 9) return std::string(t.name(top[0]));
@@ -175,18 +176,33 @@ StagePick pick_for(Stage stage, const std::vector<Iteration>& its) {
 
 }  // namespace
 
-TokenGuess guess_stage_from_tokens(const Trace& t, int64_t start_ns, int64_t end_ns) {
+namespace {
+
+// aten::embedding rows in time order: the token-id inputs of forward passes.
+std::vector<uint32_t> embedding_rows(const Trace& t) {
   const auto& e = t.events;
-  int64_t best_ts = INT64_MAX;
+  const trace::StringId name = t.strings.find("aten::embedding");
+  std::vector<uint32_t> rows;
+  if (name == trace::StringPool::kNotInterned) return rows;
+  for (uint32_t r = 0; r < e.size(); ++r) {
+    if (e.name[r] == name && e.category[r] == Category::kCpuOp) rows.push_back(r);
+  }
+  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
+  return rows;
+}
+
+TokenGuess guess_from(const Trace& t, const std::vector<uint32_t>& emb, int64_t start_ns,
+                      int64_t end_ns) {
+  const auto& e = t.events;
   TokenGuess g;
   g.why = "no aten::embedding with recorded shapes in the window";
-  for (size_t r = 0; r < e.size(); ++r) {
-    if (e.category[r] != Category::kCpuOp || e.ts_ns[r] < start_ns || e.ts_ns[r] >= end_ns) continue;
-    if (e.ts_ns[r] >= best_ts || t.name(r) != "aten::embedding") continue;
+  auto it = std::lower_bound(emb.begin(), emb.end(), start_ns,
+                             [&](uint32_t r, int64_t ts) { return e.ts_ns[r] < ts; });
+  for (; it != emb.end() && e.ts_ns[*it] < end_ns; ++it) {
+    const uint32_t r = *it;
     if (e.detail[r] == trace::kNoDetail) continue;
     auto dims = parse_input_dims(t.str(e.op_details[e.detail[r]].input_dims));
     if (!dims || dims->size() < 2) continue;
-    best_ts = e.ts_ns[r];
     const auto& ids = (*dims)[1];
     if (ids.size() == 2 && ids[0] > 0 && ids[1] > 0) {
       g.stage = ids[1] > 1 ? Stage::kPrefill : Stage::kDecode;
@@ -194,11 +210,17 @@ TokenGuess guess_stage_from_tokens(const Trace& t, int64_t start_ns, int64_t end
       g.tokens = ids[0] * ids[1];
       g.why = fmt::format("token ids [{}, {}] in aten::embedding", ids[0], ids[1]);
     } else {
-      g = {};
       g.why = "flattened token ids in aten::embedding: prefill and decode look alike";
     }
+    break;
   }
   return g;
+}
+
+}  // namespace
+
+TokenGuess guess_stage_from_tokens(const Trace& t, int64_t start_ns, int64_t end_ns) {
+  return guess_from(t, embedding_rows(t), start_ns, end_ns);
 }
 
 StageSplit split_stages(const Trace& t, const TraceLinks& links) {
@@ -268,9 +290,10 @@ StageSplit split_stages(const Trace& t, const TraceLinks& links) {
             [](const Iteration& a, const Iteration& b) { return a.start_ns < b.start_ns; });
 
   size_t unknown = 0;
+  const std::vector<uint32_t> emb = embedding_rows(t);
   for (auto& it : its) {
     if (it.stage != Stage::kUnknown && it.step.batch_size > 0) continue;
-    TokenGuess g = guess_stage_from_tokens(t, it.start_ns, it.end_ns);
+    TokenGuess g = guess_from(t, emb, it.start_ns, it.end_ns);
     if (it.stage == Stage::kUnknown) {
       it.stage = g.stage;
       it.stage_source = g.why;

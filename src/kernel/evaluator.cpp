@@ -34,7 +34,14 @@ std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(s
 // Runs the commands of one stage in order into `log`; false at the first failure.
 bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::string, std::string>& env,
              double timeout_s, StageResult& stage) {
-  for (const auto& argv : cmds) {
+  // Second expansion, at run time: $MAGPIE_KERNEL_DIR and friends exist only now.
+  VarLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
+    if (auto it = env.find(name); it != env.end()) return it->second;
+    return environment_lookup()(name);
+  };
+  for (const auto& raw : cmds) {
+    Command argv;
+    for (const auto& a : raw) argv.push_back(expand_vars(a, lookup));
     ProcessSpec spec{argv, cwd, env, seconds(timeout_s), stage.log};
     stage.commands.push_back(join_command(argv));
     auto r = run_process(spec);

@@ -3,6 +3,7 @@
 // gamma-distributed with shape = burstiness and scale = 1/(rate·burstiness)
 // (burstiness 1 = Poisson), as vLLM bench serve draws them, but placed on an
 // absolute cumulative schedule: a late send does not push later ones back.
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>

@@ -24,10 +24,14 @@ struct Piece {
 
 char closer_for(char open) {
   switch (open) {
-    case '<': return '>';
-    case '(': return ')';
-    case '[': return ']';
-    default: return '}';
+    case '<':
+      return '>';
+    case '(':
+      return ')';
+    case '[':
+      return ']';
+    default:
+      return '}';
   }
 }
 
@@ -108,7 +112,8 @@ std::optional<NameAndArgs> name_and_args(std::string_view s) {
   for (size_t i = pieces->size(); i-- > 0;) {
     if ((*pieces)[i].open == '(') {
       bool tail_ok = true;
-      for (size_t j = i + 1; j < pieces->size(); ++j) tail_ok &= is_trailing_qualifier((*pieces)[j]);
+      for (size_t j = i + 1; j < pieces->size(); ++j)
+        tail_ok &= is_trailing_qualifier((*pieces)[j]);
       if (tail_ok) end = i;
       break;
     }
@@ -140,7 +145,7 @@ std::optional<NameAndArgs> name_and_args(std::string_view s) {
       out.qualified += t;
     } else if (p.open == '(') {
       out.qualified += "()";  // a function in the qualifier chain of a lambda
-    }  // '<' groups of enclosing class templates and '[' tags are dropped
+    }                         // '<' groups of enclosing class templates and '[' tags are dropped
   }
   std::string_view q = trim(out.qualified);
   while (q.starts_with("::")) q.remove_prefix(2);
@@ -191,7 +196,8 @@ bool is_wrapper(std::string_view qualified) {
 std::optional<std::string> wrapped_type(std::string_view template_args, int depth = 0) {
   if (depth > 4) return std::nullopt;
   for (std::string_view arg : split_template_args(template_args)) {
-    if (arg.empty() || !(std::isalpha(static_cast<unsigned char>(arg[0])) || arg[0] == '_')) continue;
+    if (arg.empty() || !(std::isalpha(static_cast<unsigned char>(arg[0])) || arg[0] == '_'))
+      continue;
     if (arg == "true" || arg == "false") continue;
     auto inner = name_and_args(arg);
     if (!inner) return std::nullopt;
@@ -217,7 +223,7 @@ bool is_versioned_namespace(std::string_view ident) {
 
 std::string strip_noise_namespaces(std::string_view name) {
   static constexpr std::array<std::string_view, 2> kAnonymous = {"(anonymous namespace)::",
-                                                                  "{anonymous}::"};
+                                                                 "{anonymous}::"};
   std::string out;
   out.reserve(name.size());
   for (size_t i = 0; i < name.size();) {

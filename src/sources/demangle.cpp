@@ -27,8 +27,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 // non-substitutable builtin, so swapping it in keeps back-references valid;
 // kernels never use decimal floats, so the swap back is unambiguous.
 std::optional<std::string> demangle_with_bf16_stand_in(std::string mangled) {
-  if (mangled.find("DF16b") == std::string::npos ||
-      mangled.find("Dd") != std::string::npos) {
+  if (mangled.find("DF16b") == std::string::npos || mangled.find("Dd") != std::string::npos) {
     return std::nullopt;
   }
   replace_all(mangled, "DF16b", "Dd");
@@ -41,13 +40,13 @@ std::optional<std::string> demangle_with_bf16_stand_in(std::string mangled) {
 // function name: "_ZN5aiter3fooI..." -> "aiter::foo". Stops at the template
 // arguments, which are what the old demangler could not read.
 std::string qualified_name_prefix(std::string_view m) {
-  size_t i = 2;  // past "_Z"
+  size_t i = 2;                          // past "_Z"
   if (i < m.size() && m[i] == 'L') ++i;  // internal linkage
   const bool nested = i < m.size() && m[i] == 'N';
   if (nested) {
     ++i;
-    while (i < m.size() && (m[i] == 'r' || m[i] == 'V' || m[i] == 'K' || m[i] == 'R' ||
-                            m[i] == 'O')) {
+    while (i < m.size() &&
+           (m[i] == 'r' || m[i] == 'V' || m[i] == 'K' || m[i] == 'R' || m[i] == 'O')) {
       ++i;
     }
   }

@@ -70,8 +70,8 @@ class Keywords {
 
 // Pre-cuBLASLt kernels are named "<arch>_<type>gemm_..." without namespace.
 bool is_legacy_cublas(const Keywords& k) {
-  return k.starts({"maxwell_", "volta_", "turing_", "ampere_", "ada_", "hopper_", "sm50_",
-                   "sm70_", "sm75_", "sm80_", "sm86_", "sm89_", "sm90_", "sm100_"}) &&
+  return k.starts({"maxwell_", "volta_", "turing_", "ampere_", "ada_", "hopper_", "sm50_", "sm70_",
+                   "sm75_", "sm80_", "sm86_", "sm89_", "sm90_", "sm100_"}) &&
          k.has({"gemm", "gemv"});
 }
 
@@ -100,20 +100,18 @@ bool is_inductor_name(std::string_view name) {
 }  // namespace
 
 std::string_view strip_triton_specialization(std::string_view name) {
-  // Suffix "_0d1d2c3d...": argument indices, each with a d/c specialisation tag.
-  size_t us = name.rfind('_');
+  // Suffix "_0d1d2c3d...": argument indices from 0, each tagged d or c.
+  const size_t us = name.rfind('_');
   if (us == std::string_view::npos || us == 0) return name;
-  std::string_view tail = name.substr(us + 1);
+  const std::string_view tail = name.substr(us + 1);
   if (tail.size() < 2 || tail[0] != '0') return name;
-  size_t tags = 0;
   for (size_t i = 0; i < tail.size();) {
     size_t j = i;
     while (j < tail.size() && std::isdigit(static_cast<unsigned char>(tail[j]))) ++j;
     if (j == i || j == tail.size() || (tail[j] != 'd' && tail[j] != 'c')) return name;
-    ++tags;
     i = j + 1;
   }
-  return tags >= 1 ? name.substr(0, us) : name;
+  return name.substr(0, us);
 }
 
 KernelFamily classify_family(const NameFacts& f) {
@@ -213,11 +211,11 @@ NameCategory classify_category(KernelFamily family, const NameFacts& f) {
       (aten_loop && f.demangled.find("copy_kernel") != std::string_view::npos)) {
     return NameCategory::kCopy;
   }
-  if (k.has({"elementwise", "fused", "vectorized", "unrolled", "triton_poi_",
-             "multi_tensor_apply", "dropout", "activation"}) ||
-      k.word({"add", "mul", "sub", "div", "silu", "gelu", "relu", "act", "sigmoid", "tanh",
-              "exp", "log", "neg", "pow", "fill", "clamp", "scale", "cast", "quant", "swiglu",
-              "geglu", "abs", "sqrt", "rsqrt", "where"})) {
+  if (k.has({"elementwise", "fused", "vectorized", "unrolled", "triton_poi_", "multi_tensor_apply",
+             "dropout", "activation"}) ||
+      k.word({"add",   "mul",    "sub",   "div", "silu", "gelu",  "relu",  "act",   "sigmoid",
+              "tanh",  "exp",    "log",   "neg", "pow",  "fill",  "clamp", "scale", "cast",
+              "quant", "swiglu", "geglu", "abs", "sqrt", "rsqrt", "where"})) {
     return NameCategory::kElementwise;
   }
   return NameCategory::kOther;
@@ -225,40 +223,61 @@ NameCategory classify_category(KernelFamily family, const NameFacts& f) {
 
 KernelCategory to_kernel_category(NameCategory c) {
   switch (c) {
-    case NameCategory::kAttention: return KernelCategory::kAttention;
+    case NameCategory::kAttention:
+      return KernelCategory::kAttention;
     case NameCategory::kGemm:
-    case NameCategory::kMoeGemm: return KernelCategory::kGemm;
-    case NameCategory::kNorm: return KernelCategory::kNormalization;
+    case NameCategory::kMoeGemm:
+      return KernelCategory::kGemm;
+    case NameCategory::kNorm:
+      return KernelCategory::kNormalization;
     case NameCategory::kSoftmax:
-    case NameCategory::kReduce: return KernelCategory::kReduction;
+    case NameCategory::kReduce:
+      return KernelCategory::kReduction;
     case NameCategory::kCopy:
-    case NameCategory::kElementwise: return KernelCategory::kElementwise;
-    case NameCategory::kCommunication: return KernelCategory::kCommunication;
-    case NameCategory::kBlit: return KernelCategory::kMemory;
+    case NameCategory::kElementwise:
+      return KernelCategory::kElementwise;
+    case NameCategory::kCommunication:
+      return KernelCategory::kCommunication;
+    case NameCategory::kBlit:
+      return KernelCategory::kMemory;
     case NameCategory::kIndexing:
     case NameCategory::kRouter:
     case NameCategory::kKvCache:
-    case NameCategory::kOther: return KernelCategory::kOther;
+    case NameCategory::kOther:
+      return KernelCategory::kOther;
   }
   return KernelCategory::kOther;
 }
 
 std::string_view to_magpie_category(NameCategory c) {
   switch (c) {
-    case NameCategory::kAttention: return "attention";
-    case NameCategory::kGemm: return "gemm";
-    case NameCategory::kMoeGemm: return "moe_gemm";
-    case NameCategory::kNorm: return "layernorm";
-    case NameCategory::kSoftmax: return "softmax";
-    case NameCategory::kCopy: return "copy";
-    case NameCategory::kElementwise: return "elementwise";
-    case NameCategory::kIndexing: return "indexing";
-    case NameCategory::kReduce: return "reduce";
-    case NameCategory::kRouter: return "router";
-    case NameCategory::kKvCache: return "kv_cache";
-    case NameCategory::kBlit: return "blit";
+    case NameCategory::kAttention:
+      return "attention";
+    case NameCategory::kGemm:
+      return "gemm";
+    case NameCategory::kMoeGemm:
+      return "moe_gemm";
+    case NameCategory::kNorm:
+      return "layernorm";
+    case NameCategory::kSoftmax:
+      return "softmax";
+    case NameCategory::kCopy:
+      return "copy";
+    case NameCategory::kElementwise:
+      return "elementwise";
+    case NameCategory::kIndexing:
+      return "indexing";
+    case NameCategory::kReduce:
+      return "reduce";
+    case NameCategory::kRouter:
+      return "router";
+    case NameCategory::kKvCache:
+      return "kv_cache";
+    case NameCategory::kBlit:
+      return "blit";
     case NameCategory::kCommunication:
-    case NameCategory::kOther: return "";
+    case NameCategory::kOther:
+      return "";
   }
   return "";
 }
@@ -266,16 +285,24 @@ std::string_view to_magpie_category(NameCategory c) {
 std::string_view to_magpie_kind(KernelFamily family, std::string_view normalized) {
   if (normalized.starts_with("execute_context")) return "annotation";
   switch (family) {
-    case KernelFamily::kTensile: return "tensile_gemm";
-    case KernelFamily::kAiter: return "aiter";
-    case KernelFamily::kCk: return "ck_tile";
-    case KernelFamily::kAtenNative: return "aten_native";
-    case KernelFamily::kInductor: return "inductor";
-    case KernelFamily::kTriton: return "triton_jit";
+    case KernelFamily::kTensile:
+      return "tensile_gemm";
+    case KernelFamily::kAiter:
+      return "aiter";
+    case KernelFamily::kCk:
+      return "ck_tile";
+    case KernelFamily::kAtenNative:
+      return "aten_native";
+    case KernelFamily::kInductor:
+      return "inductor";
+    case KernelFamily::kTriton:
+      return "triton_jit";
     case KernelFamily::kUserCuda:
     case KernelFamily::kCutlass:
-    case KernelFamily::kFlashAttention: return "hip_cpp";  // C++ kernels with source
-    default: return "unknown";
+    case KernelFamily::kFlashAttention:
+      return "hip_cpp";  // C++ kernels with source
+    default:
+      return "unknown";
   }
 }
 

@@ -17,42 +17,64 @@ std::string_view trim(std::string_view s) {
 
 // Kineto names runtime copies "Memcpy HtoD (Pageable -> Device)", "Memset (Device)".
 bool is_runtime_copy(std::string_view name) {
-  return name.starts_with("Memcpy") || name.starts_with("Memset") ||
-         name.starts_with("memcpy") || name.starts_with("memset");
+  return name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("memcpy") ||
+         name.starts_with("memset");
 }
 
 }  // namespace
 
 std::string_view to_string(KernelFamily family) {
   switch (family) {
-    case KernelFamily::kTriton: return "triton";
-    case KernelFamily::kInductor: return "inductor";
-    case KernelFamily::kCublas: return "cublas";
-    case KernelFamily::kCutlass: return "cutlass";
-    case KernelFamily::kCudnn: return "cudnn";
-    case KernelFamily::kFlashAttention: return "flash_attention";
-    case KernelFamily::kNccl: return "nccl";
-    case KernelFamily::kTensile: return "tensile";
-    case KernelFamily::kCk: return "ck";
-    case KernelFamily::kAiter: return "aiter";
-    case KernelFamily::kAtenNative: return "aten_native";
-    case KernelFamily::kUserCuda: return "user_cuda";
-    case KernelFamily::kMemcpy: return "memcpy";
-    case KernelFamily::kUnknown: return "unknown";
+    case KernelFamily::kTriton:
+      return "triton";
+    case KernelFamily::kInductor:
+      return "inductor";
+    case KernelFamily::kCublas:
+      return "cublas";
+    case KernelFamily::kCutlass:
+      return "cutlass";
+    case KernelFamily::kCudnn:
+      return "cudnn";
+    case KernelFamily::kFlashAttention:
+      return "flash_attention";
+    case KernelFamily::kNccl:
+      return "nccl";
+    case KernelFamily::kTensile:
+      return "tensile";
+    case KernelFamily::kCk:
+      return "ck";
+    case KernelFamily::kAiter:
+      return "aiter";
+    case KernelFamily::kAtenNative:
+      return "aten_native";
+    case KernelFamily::kUserCuda:
+      return "user_cuda";
+    case KernelFamily::kMemcpy:
+      return "memcpy";
+    case KernelFamily::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
 
 std::string_view to_string(KernelCategory category) {
   switch (category) {
-    case KernelCategory::kGemm: return "GEMM";
-    case KernelCategory::kAttention: return "attention";
-    case KernelCategory::kNormalization: return "normalization";
-    case KernelCategory::kElementwise: return "elementwise";
-    case KernelCategory::kReduction: return "reduction";
-    case KernelCategory::kCommunication: return "communication";
-    case KernelCategory::kMemory: return "memcpy/memset";
-    case KernelCategory::kOther: return "other";
+    case KernelCategory::kGemm:
+      return "GEMM";
+    case KernelCategory::kAttention:
+      return "attention";
+    case KernelCategory::kNormalization:
+      return "normalization";
+    case KernelCategory::kElementwise:
+      return "elementwise";
+    case KernelCategory::kReduction:
+      return "reduction";
+    case KernelCategory::kCommunication:
+      return "communication";
+    case KernelCategory::kMemory:
+      return "memcpy/memset";
+    case KernelCategory::kOther:
+      return "other";
   }
   return "other";
 }

@@ -56,21 +56,26 @@ std::string path_ref(const SourceLocation& loc, const RepoVars& vars) {
 std::string_view resolution(Confidence c) {
   switch (c) {
     case Confidence::kExact:
-    case Confidence::kPartial: return "resolved";
-    case Confidence::kLibraryOwned: return "unsupported";
+    case Confidence::kPartial:
+      return "resolved";
+    case Confidence::kLibraryOwned:
+      return "unsupported";
     case Confidence::kAmbiguous:
-    case Confidence::kNotFound: return "unresolved";
+    case Confidence::kNotFound:
+      return "unresolved";
   }
   return "unresolved";
 }
 
 std::string notes_for(const SourceMatch& match, const RepoVars& vars) {
   std::string out(to_string(match.confidence));
-  if (match.candidate_count > 1) out += " (" + std::to_string(match.candidate_count) + " candidates)";
+  if (match.candidate_count > 1)
+    out += " (" + std::to_string(match.candidate_count) + " candidates)";
   out += ": " + match.note;
   if (match.candidate_count > 1) {
     const size_t shown = std::min(match.candidates.size(), kCandidatesInNotes);
-    for (size_t i = 0; i < shown; ++i) out += (i == 0 ? ": " : "; ") + path_ref(match.candidates[i], vars);
+    for (size_t i = 0; i < shown; ++i)
+      out += (i == 0 ? ": " : "; ") + path_ref(match.candidates[i], vars);
     if (match.candidate_count > shown) {
       out += "; +" + std::to_string(match.candidate_count - shown) + " more";
     }
@@ -112,10 +117,21 @@ std::string repo_path_mapping_preamble(const RepoVars& vars) {
 }
 
 std::vector<std::string> magpie_source_columns_header() {
-  return {"kind",           "category",           "source_repo",         "source_file",
-          "upstream_url",   "test_file",          "test_cmd",            "baseline_ref_file",
-          "baseline_ref_symbol", "baseline_ref_kind", "triton_ref_file", "triton_ref_symbol",
-          "notes",          "source_resolution",  "source_error"};
+  return {"kind",
+          "category",
+          "source_repo",
+          "source_file",
+          "upstream_url",
+          "test_file",
+          "test_cmd",
+          "baseline_ref_file",
+          "baseline_ref_symbol",
+          "baseline_ref_kind",
+          "triton_ref_file",
+          "triton_ref_symbol",
+          "notes",
+          "source_resolution",
+          "source_error"};
 }
 
 std::vector<std::string> magpie_source_columns(const KernelName& kernel, const SourceMatch& match,

@@ -16,8 +16,8 @@ bool skip_directory(const std::string& name) {
 }
 
 bool language_of(const fs::path& path, SourceLanguage& language) {
-  static constexpr std::array<std::string_view, 10> kCpp = {
-      ".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hxx", ".inl"};
+  static constexpr std::array<std::string_view, 10> kCpp = {".cu",  ".cuh", ".hip", ".cpp", ".cc",
+                                                            ".cxx", ".h",   ".hpp", ".hxx", ".inl"};
   const std::string ext = path.extension().string();
   if (ext == ".py") {
     language = SourceLanguage::kPython;
@@ -66,8 +66,8 @@ std::vector<SourceFile> list_source_files(const std::vector<std::string>& roots)
       }
       SourceLanguage language;
       if (!language_of(entry.path(), language) || !entry.is_regular_file(ec)) continue;
-      files.push_back({r, entry.path().lexically_relative(root).generic_string(), entry.path(),
-                       language});
+      files.push_back(
+          {r, entry.path().lexically_relative(root).generic_string(), entry.path(), language});
     }
   }
   return files;

@@ -58,7 +58,8 @@ SourceIndex SourceIndex::build(const std::vector<std::filesystem::path>& repos, 
   for (const auto& f : files) impl->files.emplace_back(f.repo, f.relative);
 
   unsigned workers = threads == 0 ? default_thread_count() : threads;
-  workers = static_cast<unsigned>(std::clamp<size_t>(workers, 1, std::max<size_t>(files.size(), 1)));
+  workers =
+      static_cast<unsigned>(std::clamp<size_t>(workers, 1, std::max<size_t>(files.size(), 1)));
   std::vector<WorkerResult> results(workers);
   std::atomic<size_t> next{0};
   parallel_for(workers, workers, [&](size_t w) { scan_files(files, next, results[w]); });

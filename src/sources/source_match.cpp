@@ -52,17 +52,28 @@ bool contains(const KindSet& kinds, SiteKind kind) {
 
 std::string_view family_label(KernelFamily family) {
   switch (family) {
-    case KernelFamily::kCublas: return "cuBLAS";
-    case KernelFamily::kCutlass: return "CUTLASS";
-    case KernelFamily::kCudnn: return "cuDNN/MIOpen";
-    case KernelFamily::kFlashAttention: return "FlashAttention";
-    case KernelFamily::kNccl: return "NCCL/RCCL";
-    case KernelFamily::kTensile: return "Tensile/hipBLASLt";
-    case KernelFamily::kCk: return "Composable Kernel";
-    case KernelFamily::kAiter: return "aiter";
-    case KernelFamily::kAtenNative: return "ATen (at::native)";
-    case KernelFamily::kMemcpy: return "runtime copy";
-    default: return "vendor library";
+    case KernelFamily::kCublas:
+      return "cuBLAS";
+    case KernelFamily::kCutlass:
+      return "CUTLASS";
+    case KernelFamily::kCudnn:
+      return "cuDNN/MIOpen";
+    case KernelFamily::kFlashAttention:
+      return "FlashAttention";
+    case KernelFamily::kNccl:
+      return "NCCL/RCCL";
+    case KernelFamily::kTensile:
+      return "Tensile/hipBLASLt";
+    case KernelFamily::kCk:
+      return "Composable Kernel";
+    case KernelFamily::kAiter:
+      return "aiter";
+    case KernelFamily::kAtenNative:
+      return "ATen (at::native)";
+    case KernelFamily::kMemcpy:
+      return "runtime copy";
+    default:
+      return "vendor library";
   }
 }
 
@@ -137,26 +148,28 @@ std::vector<Candidate> near_definitions(const Impl& impl, std::string_view symbo
 
   // Definitions whose name contains the symbol (or its stripped form).
   const std::string& blob = impl.definition_names;
-  for (std::string_view needle : {symbol, stripped}) {
-    for (const char* hit = blob.data(); hit < blob.data() + blob.size();) {
+  const char* const blob_end = blob.data() + blob.size();
+  std::vector<std::string_view> needles{symbol};
+  if (stripped != symbol) needles.push_back(stripped);
+  for (std::string_view needle : needles) {
+    for (const char* hit = blob.data(); hit < blob_end;) {
       hit = static_cast<const char*>(
-          memmem(hit, static_cast<size_t>(blob.data() + blob.size() - hit), needle.data(),
-                 needle.size()));
+          memmem(hit, static_cast<size_t>(blob_end - hit), needle.data(), needle.size()));
       if (!hit) break;
       const auto offset = static_cast<uint32_t>(hit - blob.data());
       const auto it = std::upper_bound(impl.name_starts.begin(), impl.name_starts.end(), offset);
       const uint32_t start = *(it - 1);
-      const uint32_t end = it == impl.name_starts.end() ? static_cast<uint32_t>(blob.size())
-                                                        : *it;
-      const std::string_view name(blob.data() + start, end - 1 - start);
+      const uint32_t end = it == impl.name_starts.end() ? static_cast<uint32_t>(blob.size()) : *it;
+      const std::string_view name(blob.data() + start, end - 1 - start);  // without the '\n'
       const size_t pos = offset - start;
-      if (near_enough(needle.size(), name.size()) && (pos == 0 || name[pos - 1] == '_' ||
-                                                      needle.front() == '_') &&
-          (pos + needle.size() > name.size() || is_boundary_end(name, pos + needle.size()) ||
-           needle.back() == '_')) {
+      const bool at_edges = (pos == 0 || name[pos - 1] == '_' || needle.front() == '_') &&
+                            (is_boundary_end(name, pos + needle.size()) || needle.back() == '_');
+      if (at_edges && near_enough(needle.size(), name.size())) {
         names.insert(name);
+        hit = blob.data() + end;  // next name
+      } else {
+        ++hit;  // a later occurrence in the same name may sit at word edges
       }
-      hit = blob.data() + end;  // one hit per name is enough
     }
   }
   // Definitions whose name the symbol contains.
@@ -170,8 +183,8 @@ std::vector<Candidate> near_definitions(const Impl& impl, std::string_view symbo
 
   std::vector<Candidate> out;
   for (std::string_view name : names) {
-    const size_t score = name.size() > symbol.size() ? name.size() - symbol.size()
-                                                     : symbol.size() - name.size();
+    const size_t score =
+        name.size() > symbol.size() ? name.size() - symbol.size() : symbol.size() - name.size();
     for (const Candidate& c : sites_named(impl, name, kinds, score)) out.push_back(c);
   }
   return out;
@@ -183,11 +196,16 @@ std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 std::string_view to_string(Confidence confidence) {
   switch (confidence) {
-    case Confidence::kExact: return "exact";
-    case Confidence::kPartial: return "partial";
-    case Confidence::kAmbiguous: return "ambiguous";
-    case Confidence::kLibraryOwned: return "library-owned";
-    case Confidence::kNotFound: return "not-found";
+    case Confidence::kExact:
+      return "exact";
+    case Confidence::kPartial:
+      return "partial";
+    case Confidence::kAmbiguous:
+      return "ambiguous";
+    case Confidence::kLibraryOwned:
+      return "library-owned";
+    case Confidence::kNotFound:
+      return "not-found";
   }
   return "not-found";
 }
@@ -197,8 +215,7 @@ SourceMatch SourceIndex::find(const KernelName& kernel) const {
   const std::string& symbol = kernel.search_symbol;
   SourceMatch match;
   if (symbol.empty()) {
-    match.confidence =
-        kernel.library_owned ? Confidence::kLibraryOwned : Confidence::kNotFound;
+    match.confidence = kernel.library_owned ? Confidence::kLibraryOwned : Confidence::kNotFound;
     match.note = kernel.family == KernelFamily::kMemcpy
                      ? "runtime memory copy/set: no kernel source"
                      : "no identifier to search for in " + in_quotes(kernel.raw);
@@ -243,8 +260,7 @@ SourceMatch SourceIndex::find(const KernelName& kernel) const {
     return match;
   }
 
-  std::vector<Candidate> near =
-      near_definitions(impl, symbol, near_name_kinds(kernel.family));
+  std::vector<Candidate> near = near_definitions(impl, symbol, near_name_kinds(kernel.family));
   if (!near.empty()) {
     fill_candidates(impl, std::move(near), match);
     match.confidence = Confidence::kPartial;

@@ -206,12 +206,17 @@ struct Pending {
 
 std::string_view to_string(SiteKind kind) {
   switch (kind) {
-    case SiteKind::kGlobal: return "__global__";
-    case SiteKind::kTritonJit: return "triton.jit";
-    case SiteKind::kPythonDef: return "def";
-    case SiteKind::kTemplate: return "template";
+    case SiteKind::kGlobal:
+      return "__global__";
+    case SiteKind::kTritonJit:
+      return "triton.jit";
+    case SiteKind::kPythonDef:
+      return "def";
+    case SiteKind::kTemplate:
+      return "template";
     case SiteKind::kLaunch:
-    case SiteKind::kRegistration: return "launch_registration";
+    case SiteKind::kRegistration:
+      return "launch_registration";
   }
   return "";
 }
@@ -235,8 +240,8 @@ DefinitionScanner::DefinitionScanner() {
     std::string message = error && error->message ? error->message : "unknown error";
     const int which = error ? error->expression : -1;
     hs_free_compile_error(error);
-    throw Error(ErrorKind::kInternal, "Hyperscan rejected source pattern " +
-                                          std::to_string(which) + ": " + message);
+    throw Error(ErrorKind::kInternal,
+                "Hyperscan rejected source pattern " + std::to_string(which) + ": " + message);
   }
 }
 
@@ -267,7 +272,8 @@ void DefinitionScanner::scan(std::string_view t, SourceLanguage language, Scratc
   uint64_t decorator_end = kNone;
   uint64_t previous_def_end = 0;
   for (const auto& [id, end] : matches) {
-    if (python != (id == kPatPythonDef || id == kPatTritonDecorator || id == kPatBareJitDecorator)) {
+    if (python !=
+        (id == kPatPythonDef || id == kPatTritonDecorator || id == kPatBareJitDecorator)) {
       continue;  // Python patterns only in .py files and C++ ones only outside them
     }
     const auto to = static_cast<size_t>(end);

@@ -86,6 +86,19 @@ int64_t value_to_int(od::value v) {
   return parse_int_token(tok);
 }
 
+// The key as written. Kineto keys never contain escapes, so the raw text is
+// the key and we skip unescape's copy; a key with a backslash takes the slow path.
+simdjson::error_code field_key(od::field& field, std::string_view& key) {
+  const char* p = field.key().raw();
+  const char* q = p;
+  while (*q != '"' && *q != '\\') ++q;
+  if (*q == '"') {
+    key = std::string_view(p, static_cast<size_t>(q - p));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(key);
+}
+
 // Everything one event contributes, as views into the parser's buffers.
 struct RawEvent {
   std::string_view ph, cat, name, pid_str, tid_str, ts_tok, dur_tok;
@@ -135,7 +148,7 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
     od::field field;
     if (auto err = std::move(field_result).get(field)) return err;
     std::string_view key;
-    if (auto err = field.unescaped_key().get(key)) return err;
+    if (auto err = field_key(field, key)) return err;
     od::value v = field.value();
     if (key == "correlation") {
       ev.correlation = value_to_int(v);
@@ -188,7 +201,7 @@ simdjson::error_code read_event(od::object obj, bool include_python, RawEvent& e
     od::field field;
     if (auto err = std::move(field_result).get(field)) return err;
     std::string_view key;
-    if (auto err = field.unescaped_key().get(key)) return err;
+    if (auto err = field_key(field, key)) return err;
     od::value v = field.value();
     if (key == "ph") {
       if (auto err = v.get_string().get(ev.ph)) return err;
@@ -367,8 +380,12 @@ const ChunkOutput* first_failure(const std::vector<ChunkOutput>& outputs) {
 
 }  // namespace
 
-Trace parse_kineto(const PaddedBuffer& buffer, const std::string& origin,
-                   const IngestOptions& options) {
+namespace {
+
+// `owned`, when given, is `buffer` itself: released once the chunks are parsed
+// so that the JSON text and the merged tables are never in memory together.
+Trace parse_kineto_impl(const PaddedBuffer& buffer, PaddedBuffer* owned, const std::string& origin,
+                        const IngestOptions& options) {
   std::string_view text = buffer.view();
   EventArrayLocation where;
   if (!locate_event_array(text, where)) {
@@ -404,6 +421,8 @@ Trace parse_kineto(const PaddedBuffer& buffer, const std::string& origin,
   trace.path = origin;
   trace.format = TraceFormat::kKineto;
   trace.stats.raw_bytes = text.size();
+  read_kineto_top_level(text, where, plan.close, origin, trace);
+  if (owned) *owned = PaddedBuffer{};
   size_t total = 0;
   for (const auto& o : outputs) total += o.events.size();
   trace.events.reserve(total);
@@ -436,8 +455,17 @@ Trace parse_kineto(const PaddedBuffer& buffer, const std::string& origin,
     trace.warnings.push_back(std::to_string(trace.stats.malformed_events) +
                              " trace events had no timestamp or were not objects and were skipped");
   }
-  read_kineto_top_level(text, where, plan.close, origin, trace);
   return trace;
+}
+
+}  // namespace
+
+Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const IngestOptions& options) {
+  return parse_kineto_impl(doc, nullptr, origin, options);
+}
+
+Trace parse_kineto(PaddedBuffer&& doc, const std::string& origin, const IngestOptions& options) {
+  return parse_kineto_impl(doc, &doc, origin, options);
 }
 
 }  // namespace magpie::trace

@@ -11,12 +11,14 @@ namespace magpie::trace {
 struct IngestOptions {
   bool include_python_functions = false;  // python_function events are 60–90% of inference traces
   unsigned threads = 0;                   // 0 = all hardware threads
-  size_t chunk_bytes = size_t{4} << 20;
+  size_t chunk_bytes = size_t{1} << 20;  // parser memory is ~5x a chunk, per thread
 };
 
 // `doc` must stay alive only during the call. Throws Error(kBadFormat) with the
 // file name and byte offset when the JSON is malformed or holds no event array.
 Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const IngestOptions& options);
+// Same, but frees `doc` as soon as its events are parsed (lower peak memory).
+Trace parse_kineto(PaddedBuffer&& doc, const std::string& origin, const IngestOptions& options);
 
 // Exact conversion of a JSON number of microseconds ("1773709742341309.550",
 // "12", "1.5e3") to integer nanoseconds; doubles would lose the ns digits of

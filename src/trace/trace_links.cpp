@@ -1,6 +1,7 @@
 #include "trace/trace_links.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
@@ -19,25 +20,27 @@ bool is_cpu_span(Category c) {
 
 void build_op_tree(const Trace& trace, TraceLinks& links) {
   const auto& t = trace.events;
-  std::vector<uint32_t> rows;
-  rows.reserve(t.size());
+  // Bucket by thread first: traces have few threads, and within a thread the
+  // file is nearly in time order, so each bucket sorts cheaply.
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>> threads;
   for (uint32_t r = 0; r < t.size(); ++r)
-    if (t.phase[r] == Phase::kComplete && is_cpu_span(t.category[r])) rows.push_back(r);
-  // Group by thread, then by start time; the longer event first so that it
-  // becomes the parent of an event starting at the same instant.
-  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
-    if (t.pid[a] != t.pid[b]) return t.pid[a] < t.pid[b];
-    if (t.tid[a] != t.tid[b]) return t.tid[a] < t.tid[b];
+    if (t.phase[r] == Phase::kComplete && is_cpu_span(t.category[r]))
+      threads[{t.pid[r], t.tid[r]}].push_back(r);
+  // Start time, then the longer event first so that it becomes the parent of
+  // an event starting at the same instant.
+  auto before = [&](uint32_t a, uint32_t b) {
     if (t.ts_ns[a] != t.ts_ns[b]) return t.ts_ns[a] < t.ts_ns[b];
     return t.dur_ns[a] > t.dur_ns[b];
-  });
+  };
   std::vector<uint32_t> stack;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    uint32_t r = rows[i];
-    if (i > 0 && (t.pid[rows[i - 1]] != t.pid[r] || t.tid[rows[i - 1]] != t.tid[r])) stack.clear();
-    while (!stack.empty() && t.end_ns(stack.back()) < t.end_ns(r)) stack.pop_back();
-    links.parent[r] = stack.empty() ? -1 : static_cast<int32_t>(stack.back());
-    stack.push_back(r);
+  for (auto& [thread, rows] : threads) {
+    if (!std::is_sorted(rows.begin(), rows.end(), before)) std::sort(rows.begin(), rows.end(), before);
+    stack.clear();
+    for (uint32_t r : rows) {
+      while (!stack.empty() && t.end_ns(stack.back()) < t.end_ns(r)) stack.pop_back();
+      links.parent[r] = stack.empty() ? -1 : static_cast<int32_t>(stack.back());
+      stack.push_back(r);
+    }
   }
 }
 

@@ -34,13 +34,14 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
     throw Error(ErrorKind::kBadFormat, "the file is empty", path.string(), 0,
                 "the profiler did not finish writing it; re-export the trace");
   }
+  const size_t text_bytes = text.size();
   Trace trace;
   if (looks_like_rocprof_json(head)) {
     trace = parse_rocprof_json(text, path.string());
   } else if (looks_like_rocprof_csv(head)) {
     trace = parse_rocprof_csv(text.view(), path.string());
   } else if (head[first] == '{' || head[first] == '[') {
-    trace = parse_kineto(text, path.string(), options);
+    trace = parse_kineto(std::move(text), path.string(), options);
   } else {
     throw Error(ErrorKind::kBadFormat, "not a trace: expected JSON or a rocprofv3 kernel-trace CSV",
                 path.string(), first,
@@ -48,7 +49,7 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   }
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
-  trace.stats.raw_bytes = text.size();
+  trace.stats.raw_bytes = text_bytes;
   if (trace.rank < 0) {
     if (auto r = rank_from_file_name(path.filename().string())) {
       trace.rank = *r;

@@ -101,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(SharedTraces, KernelNameTableTest, ::testing::Values(
   NameCase{"__amd_rocclr_copyBuffer.kd", F::kMemcpy, C::kMemory, "__amd_rocclr_copyBuffer", "__amd_rocclr_copyBuffer", true, "unknown", "blit"},
   NameCase{"attn_fwd.kd", F::kTriton, C::kAttention, "attn_fwd", "attn_fwd", false, "triton_jit", "attention"},
   NameCase{"_ZN7rocprim17ROCPRIM_400001_NS6detail16transform_kernelILb1ENS1_24wrapped_transform_configINS0_14default_configEmLb1EEEmPmPlNS0_8identityIvEEEEvT2_mT3_T4_.kd",
-           F::kUnknown, C::kOther, "rocprim::detail::transform_kernel", "transform_kernel", true, "unknown", "")
+           F::kUnknown, C::kOther, "rocprim::detail::transform_kernel", "transform_kernel", true, "unknown", ""}
 ));
 // clang-format on
 
@@ -164,8 +164,8 @@ TEST(KernelNameTest, TritonSpecialisationSuffixIsDropped) {
 }
 
 TEST(KernelNameTest, NvidiaLibraryAndCommunicationNames) {
-  const KernelName nccl =
-      parse_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  const KernelName nccl = parse_kernel_name(
+      "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   EXPECT_EQ(nccl.family, KernelFamily::kNccl);
   EXPECT_EQ(nccl.normalized, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   EXPECT_EQ(nccl.category, KernelCategory::kCommunication);
@@ -212,9 +212,13 @@ TEST(KernelDemangleTest, UnknownEncodingsFallBackToTheQualifiedName) {
       "S5_EEEEvPS3_PS4_i");
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(*out, "sgl_hip::activation::act_and_mul_kernel");
-  auto anon = demangle("_ZN12_GLOBAL__N_14fooEv");
+  auto anon = demangle("_ZN12_GLOBAL__N_13fooEv");
   ASSERT_TRUE(anon.has_value());
   EXPECT_EQ(*anon, "(anonymous namespace)::foo()");
+  // The fallback drops the anonymous namespace too.
+  auto anon_new = demangle("_ZN4vllm12_GLOBAL__N_13fooITnPFivEXadL_Z3barvEEEEvv");
+  ASSERT_TRUE(anon_new.has_value());
+  EXPECT_EQ(*anon_new, "vllm::foo");
 }
 
 }  // namespace

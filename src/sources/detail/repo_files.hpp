@@ -10,8 +10,8 @@ namespace magpie::sources::detail {
 enum class SourceLanguage : uint8_t { kCpp, kPython };
 
 struct SourceFile {
-  uint32_t repo = 0;         // index into the roots passed to list_source_files
-  std::string relative;      // path relative to its repository root, '/'-separated
+  uint32_t repo = 0;     // index into the roots passed to list_source_files
+  std::string relative;  // path relative to its repository root, '/'-separated
   std::filesystem::path absolute;
   SourceLanguage language = SourceLanguage::kCpp;
 };

@@ -1,0 +1,177 @@
+#include "serve_options.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "serve/benchmark_report.hpp"
+#include "serve/benchmark_runner.hpp"
+
+namespace magpie::app {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  // A second Ctrl-C ends the process at once.
+  std::signal(SIGINT, SIG_DFL);
+}
+
+}  // namespace
+
+template <class T>
+CLI::Option* ServeOptions::add(CLI::App* sub, const char* name, T& value, const char* help, const char* group) {
+  auto* opt = sub->add_option(name, value, help)->group(group);
+  options_.emplace_back(opt, static_cast<void*>(&value));
+  return opt;
+}
+
+CLI::Option* ServeOptions::find(const void* field) const {
+  for (const auto& [opt, ptr] : options_)
+    if (ptr == field) return opt;
+  return nullptr;
+}
+
+void ServeOptions::register_with(CLI::App* sub) {
+  const char* magpie = "Serving benchmark (Magpie-compatible)";
+  const char* ours = "Serving benchmark: client and server";
+  add(sub, "-b,--benchmark-config", config_path_, "Benchmark YAML (interface §3)", magpie)
+      ->check(CLI::ExistingFile);
+  add(sub, "-m,--model", model_, "Model id or local path", magpie);
+  add(sub, "-p,--precision", precision_, "fp8|fp16|bf16|fp4 (default fp8)", magpie);
+  add(sub, "--tp", tp_, "Tensor parallel size (default 1)", magpie);
+  add(sub, "--concurrency", concurrency_, "Max concurrency (default 32); a list 4,8 sweeps", magpie);
+  add(sub, "--input-len", input_len_, "Input tokens (default 1024)", magpie);
+  add(sub, "--output-len", output_len_, "Output tokens (default 512)", magpie);
+  auto* tp = sub->add_flag("--torch-profiler", torch_profiler_, "Profile a window with the torch profiler (a diagnostic run)")
+      ->group(magpie);
+  options_.emplace_back(tp, &torch_profiler_);
+  auto* sp = sub->add_flag("--system-profiler", system_profiler_, "Mark the run diagnostic (system profiler)")->group(magpie);
+  options_.emplace_back(sp, &system_profiler_);
+  add(sub, "--run-mode", run_mode_, "docker|local (default docker)", magpie)
+      ->check(CLI::IsMember({"docker", "local"}));
+  add(sub, "--run-kind", run_kind_, "auto|measurement|diagnostic", magpie)
+      ->check(CLI::IsMember({"auto", "measurement", "diagnostic"}));
+  add(sub, "--docker-image", docker_image_, "Image (default: by framework and GPU arch)", magpie);
+  add(sub, "--timeout", timeout_, "Overall timeout in seconds (default 3600)", magpie);
+
+  add(sub, "--endpoint", endpoint_, "Benchmark a server that is already running (http://host:port)", ours);
+  add(sub, "--request-rate", request_rate_, "Requests/s (inf = all at once); a list 1,2,inf sweeps", ours);
+  add(sub, "--burstiness", burstiness_, "Gamma shape of arrival gaps (1 = Poisson)", ours);
+  add(sub, "--num-prompts", num_prompts_, "Measured requests per case (default CONC×10)", ours);
+  add(sub, "--duration", duration_, "Send for this many seconds instead of --num-prompts", ours);
+  add(sub, "--warmups", warmups_, "Warm-up requests (default 2×concurrency)", ours);
+  add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
+  add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt", ours);
+  add(sub, "--token-id-max", token_id_max_, "Random prompt ids below this (keep under the vocab size)", ours);
+  add(sub, "--dataset", dataset_, "random|sharegpt|jsonl", ours);
+  add(sub, "--dataset-path", dataset_path_, "ShareGPT JSON or JSONL prompts", ours);
+  add(sub, "--api", api_, "completions|chat", ours)->check(CLI::IsMember({"completions", "chat"}));
+  add(sub, "--served-model-name", served_model_name_, "`model` field of requests (default: /v1/models)", ours);
+  add(sub, "--slo-ttft-ms", slo_ttft_, "Goodput SLO on TTFT", ours);
+  add(sub, "--slo-tpot-ms", slo_tpot_, "Goodput SLO on TPOT", ours);
+  add(sub, "--slo-e2el-ms", slo_e2el_, "Goodput SLO on E2EL", ours);
+  add(sub, "--request-timeout", request_timeout_, "Per-request timeout in seconds (default 600)", ours);
+  add(sub, "--ready-timeout", ready_timeout_, "Seconds to wait for the server (default 2700)", ours);
+  add(sub, "--seed", seed_, "Dataset and arrival seed", ours);
+  add(sub, "--profile-num-prompts", profile_num_prompts_, "Requests in the profiled window", ours);
+  add(sub, "--max-model-len", max_model_len_, "MAX_MODEL_LEN for the engine", ours);
+  add(sub, "--engine-executable", engine_executable_, "Path to `vllm` (or python for sglang/atom)", ours);
+  add(sub, "--engine-arg", engine_args_, "Extra engine argument (repeatable; '--engine-arg=--flag')", ours)
+      ->allow_extra_args(false);
+  add(sub, "--env", envs_, "KEY=VALUE for envs (repeatable)", ours)->allow_extra_args(false);
+  auto* cpu = sub->add_flag("--cpu-engine", cpu_engine_, "The engine runs on CPU: drop GPU-only flags")->group(ours);
+  options_.emplace_back(cpu, &cpu_engine_);
+}
+
+serve::BenchmarkFlags ServeOptions::collect(const std::string& framework, const std::string& output_dir,
+                                            bool output_dir_given) const {
+  serve::BenchmarkFlags f;
+  auto given = [&](const void* field) {
+    auto* o = find(field);
+    return o && o->count() > 0;
+  };
+  auto s = [&](const std::string& v, std::optional<std::string>& out) {
+    if (given(&v)) out = v;
+  };
+  auto d = [&](const double& v, std::optional<double>& out) {
+    if (given(&v)) out = v;
+  };
+  auto i = [&](const int64_t& v, std::optional<int64_t>& out) {
+    if (given(&v)) out = v;
+  };
+  if (!framework.empty()) f.framework = framework;
+  if (output_dir_given) f.output_dir = output_dir;
+  s(model_, f.model);
+  s(precision_, f.precision);
+  s(run_mode_, f.run_mode);
+  s(run_kind_, f.run_kind);
+  s(docker_image_, f.docker_image);
+  s(endpoint_, f.endpoint);
+  s(concurrency_, f.concurrency);
+  s(input_len_, f.input_len);
+  s(output_len_, f.output_len);
+  s(tp_, f.tp);
+  s(request_rate_, f.request_rate);
+  s(num_prompts_, f.num_prompts);
+  s(dataset_, f.dataset);
+  s(dataset_path_, f.dataset_path);
+  s(api_, f.api);
+  s(range_ratio_, f.range_ratio);
+  s(max_model_len_, f.max_model_len);
+  s(served_model_name_, f.served_model_name);
+  s(engine_executable_, f.engine_executable);
+  d(timeout_, f.timeout);
+  d(burstiness_, f.burstiness);
+  d(duration_, f.duration);
+  d(slo_ttft_, f.slo_ttft_ms);
+  d(slo_tpot_, f.slo_tpot_ms);
+  d(slo_e2el_, f.slo_e2el_ms);
+  d(request_timeout_, f.request_timeout);
+  d(ready_timeout_, f.ready_timeout);
+  i(warmups_, f.warmups);
+  i(prefix_len_, f.prefix_len);
+  i(token_id_max_, f.token_id_max);
+  i(profile_num_prompts_, f.profile_num_prompts);
+  if (given(&seed_)) f.seed = seed_;
+  if (given(&torch_profiler_)) f.torch_profiler = torch_profiler_;
+  if (given(&system_profiler_)) f.system_profiler = system_profiler_;
+  if (given(&cpu_engine_)) f.engine_gpu = !cpu_engine_;
+  f.extra_engine_args = engine_args_;
+  f.envs = envs_;
+  return f;
+}
+
+int ServeOptions::run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
+                      bool verbose) const {
+  auto flags = collect(framework, output_dir, output_dir_given);
+  bool from_yaml = !config_path_.empty();
+  serve::BenchmarkConfig config = from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
+  serve::apply_flags(config, flags, from_yaml);
+  try {
+    serve::validate(config);
+  } catch (const Error& e) {
+    // Magpie exits 1 when neither a YAML nor framework+model is given.
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  for (const auto& w : config.warnings) std::cerr << "warning: " << w << "\n";
+  g_interrupted.store(false);
+  auto previous = std::signal(SIGINT, on_sigint);
+  serve::RunContext ctx;
+  ctx.progress = verbose || ::isatty(STDERR_FILENO);
+  ctx.verbose = verbose;
+  ctx.stop = &g_interrupted;
+  auto outcome = serve::run_benchmark(config, ctx);
+  std::signal(SIGINT, previous);
+  std::cout << serve::summary_text(outcome.report);
+  return outcome.success ? 0 : 1;
+}
+
+}  // namespace magpie::app

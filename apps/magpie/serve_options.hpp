@@ -1,0 +1,39 @@
+#pragma once
+// Flags of `magpie benchmark` for serving runs (interface §1 plus ours), and
+// the entry that turns them into a serve::run_benchmark call.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/benchmark_config.hpp"
+
+namespace magpie::app {
+
+class ServeOptions {
+ public:
+  void register_with(CLI::App* sub);
+  // Exit code: 0 when the report says success, 1 otherwise.
+  int run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
+          bool verbose) const;
+
+ private:
+  serve::BenchmarkFlags collect(const std::string& framework, const std::string& output_dir,
+                                bool output_dir_given) const;
+  template <class T>
+  CLI::Option* add(CLI::App* sub, const char* name, T& value, const char* help, const char* group);
+
+  std::string config_path_;
+  std::string model_, precision_, run_mode_, run_kind_, docker_image_, endpoint_, concurrency_,
+      input_len_, output_len_, tp_, request_rate_, num_prompts_, dataset_, dataset_path_, api_,
+      range_ratio_, max_model_len_, served_model_name_, engine_executable_;
+  double timeout_ = 0, burstiness_ = 1, duration_ = 0, slo_ttft_ = 0, slo_tpot_ = 0, slo_e2el_ = 0,
+         request_timeout_ = 0, ready_timeout_ = 0;
+  int64_t warmups_ = 0, prefix_len_ = 0, token_id_max_ = 0, profile_num_prompts_ = 0;
+  uint64_t seed_ = 0;
+  bool torch_profiler_ = false, system_profiler_ = false, cpu_engine_ = false;
+  std::vector<std::string> engine_args_, envs_;
+  std::vector<std::pair<CLI::Option*, void*>> options_;
+  CLI::Option* find(const void* field) const;
+};
+
+}  // namespace magpie::app

@@ -1,0 +1,55 @@
+"""Kernel records from libmagpie_cupti.so's JSONL, and busy time per window."""
+import json
+
+
+def read_jsonl(path):
+    kernels, markers = [], []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                (markers if "marker" in rec else kernels).append(rec)
+    except FileNotFoundError:
+        pass
+    return kernels, markers
+
+
+def union_ns(intervals, lo=None, hi=None):
+    """Length of the union of [start, end) intervals, clipped to [lo, hi]."""
+    clipped = []
+    for s, e in intervals:
+        if lo is not None:
+            s = max(s, lo)
+        if hi is not None:
+            e = min(e, hi)
+        if e > s:
+            clipped.append((s, e))
+    clipped.sort()
+    total, cur_s, cur_e = 0, None, None
+    for s, e in clipped:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def window_unions(kernels, windows):
+    """Busy ns of all kernels (any stream) inside each (lo, hi) window, and their names."""
+    iv = sorted((k["start"], k["end"], k.get("name", "")) for k in kernels)
+    out = []
+    for lo, hi in windows:
+        inside = [(s, e) for s, e, _ in iv if e > lo and s < hi]
+        names = sorted({n for s, e, n in iv if e > lo and s < hi})
+        out.append((union_ns(inside, lo, hi), names))
+    return out

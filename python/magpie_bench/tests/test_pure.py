@@ -1,0 +1,65 @@
+"""Tests of the harness parts that need no torch (run in CI)."""
+import json
+import os
+import random
+
+from magpie_bench.intervals import read_jsonl, union_ns, window_unions
+from magpie_bench.stopping import StdRelCriterion, rel_stddev
+from magpie_bench.tolerance import tolerance_for
+
+
+def test_tolerances_by_dtype():
+    assert tolerance_for("torch.float32") == (1e-4, 1e-5)
+    assert tolerance_for("bfloat16") == (2e-2, 1e-2)
+    assert tolerance_for("int32") == (0.0, 0.0)
+    assert tolerance_for("float16", rtol=0.5) == (0.5, 1e-3)
+
+
+def test_union_counts_overlap_once():
+    assert union_ns([(0, 10), (5, 15), (20, 30)]) == 25
+    assert union_ns([(0, 10)], lo=5, hi=8) == 3
+    assert union_ns([]) == 0
+
+
+def test_window_unions_see_every_stream():
+    kernels = [{"start": 100, "end": 200, "name": "main", "stream": 7},
+               {"start": 150, "end": 400, "name": "side", "stream": 13},
+               {"start": 900, "end": 950, "name": "flush", "stream": 7}]
+    (busy, names), = window_unions(kernels, [(90, 500)])
+    assert busy == 300 and names == ["main", "side"]
+
+
+def test_read_jsonl_splits_markers(tmp_path):
+    p = tmp_path / "k.jsonl"
+    p.write_text(json.dumps({"name": "k", "start": 1, "end": 2}) + "\n" +
+                 json.dumps({"marker": "s0", "ts": 0}) + "\n{broken\n")
+    kernels, markers = read_jsonl(str(p))
+    assert len(kernels) == 1 and markers[0]["marker"] == "s0"
+
+
+def test_stops_on_low_noise():
+    c = StdRelCriterion(max_noise=0.005, min_samples=10, min_time_s=0.0)
+    rng = random.Random(1)
+    xs = []
+    for _ in range(1000):
+        xs.append(1e-4 * (1 + rng.gauss(0, 0.001)))
+        if c.should_stop(xs, sum(xs), 0.0):
+            break
+    assert c.reason == "noise" and len(xs) == 10
+
+
+def test_converges_when_noise_stays_high():
+    c = StdRelCriterion(max_noise=0.005, min_samples=10, min_time_s=0.0)
+    rng = random.Random(2)
+    xs = []
+    for _ in range(5000):
+        xs.append(1e-4 * (1 + rng.gauss(0, 0.03)))
+        if c.should_stop(xs, sum(xs), 0.0):
+            break
+    assert c.reason == "noise_converged"
+    assert 0.02 < rel_stddev(xs) < 0.04
+
+
+def test_max_time_wins():
+    c = StdRelCriterion(max_time_s=1.0)
+    assert c.should_stop([1.0], 1.0, 2.0) and c.reason == "max_time"

@@ -1,0 +1,159 @@
+"""Timing loop with nvbench's discipline, for CUDA callables.
+
+Per sample: flush L2 (zero a buffer twice the L2 size), synchronize, mark,
+record a start event, call, record a stop event, synchronize, mark. The marks
+go through libmagpie_cupti.so (when CUDA_INJECTION64_PATH loaded it) on
+CUPTI's clock, so afterwards every kernel of every stream inside each sample's
+window is known: their union cross-checks the events, which see only the
+current stream. When the union exceeds the events by more than 5%, work ran
+elsewhere and the union becomes the sample. Samples taken while the SM clock
+was under 75% of its maximum (NVML) are discarded as throttled.
+"""
+import ctypes
+import os
+import statistics
+import time
+
+import torch
+
+from .intervals import read_jsonl, window_unions
+from .stopping import StdRelCriterion, rel_stddev
+
+
+class CuptiMarks:
+    """Markers on CUPTI's clock through the injection library, if loaded."""
+
+    def __init__(self):
+        self.lib = None
+        path = os.environ.get("CUDA_INJECTION64_PATH", "")
+        self.jsonl = os.environ.get("MAGPIE_CUPTI_OUTPUT", "")
+        if path.endswith("libmagpie_cupti.so") and os.path.exists(path) and self.jsonl:
+            try:
+                lib = ctypes.CDLL(path)  # the driver already loaded it: same handle
+                lib.magpie_cupti_mark.argtypes = [ctypes.c_char_p]
+                self.lib = lib
+            except OSError:
+                self.lib = None
+
+    def mark(self, label):
+        if self.lib is not None:
+            self.lib.magpie_cupti_mark(label.encode())
+
+    def kernels_in(self, prefix, n):
+        """Per-sample union ns and kernel names, for markers prefix+'s<i>' / prefix+'e<i>'."""
+        if self.lib is None:
+            return None
+        self.lib.magpie_cupti_flush()
+        kernels, markers = read_jsonl(self.jsonl)
+        ts = {m["marker"]: m["ts"] for m in markers}
+        windows = []
+        for i in range(n):
+            s, e = ts.get("%ss%d" % (prefix, i)), ts.get("%se%d" % (prefix, i))
+            if s is None or e is None:
+                return None
+            windows.append((s, e))
+        return window_unions(kernels, windows)
+
+
+class ClockMonitor:
+    """SM clock via NVML; None when NVML is missing."""
+
+    def __init__(self, device_index):
+        self.handle = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
+        except Exception:  # noqa: BLE001 - any NVML failure means "no throttle check"
+            self.handle = None
+
+    def sm_mhz(self):
+        if self.handle is None:
+            return None
+        try:
+            return self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_s=15.0, warmup=5,
+                  l2_flush=True, throttle_fraction=0.75):
+    if not torch.cuda.is_available():
+        return {"error": "timing needs a CUDA GPU (torch.cuda.is_available() is False)"}
+    dev = torch.cuda.current_device()
+    for _ in range(max(1, warmup)):
+        fn()
+    torch.cuda.synchronize()
+    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+    flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.int8, device="cuda") if l2_flush else None
+    marks, clock = CuptiMarks(), ClockMonitor(dev)
+    crit = StdRelCriterion(max_noise, min_samples, min_time_s, max_time_s)
+    start_ev, stop_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    event_ms, clocks, kept = [], [], []
+    t0 = time.perf_counter()
+    i = 0
+    while True:
+        if flush_buf is not None:
+            flush_buf.zero_()
+        torch.cuda.synchronize()
+        marks.mark("ms%d" % i)
+        start_ev.record()
+        fn()
+        stop_ev.record()
+        torch.cuda.synchronize()
+        marks.mark("me%d" % i)
+        ms = start_ev.elapsed_time(stop_ev)
+        mhz = clock.sm_mhz()
+        event_ms.append(ms)
+        clocks.append(mhz)
+        throttled = mhz is not None and clock.max_mhz and mhz < throttle_fraction * clock.max_mhz
+        if not throttled:
+            kept.append(ms / 1e3)
+        i += 1
+        if crit.should_stop(kept, sum(kept), time.perf_counter() - t0):
+            break
+    keep = [not (c is not None and clock.max_mhz and c < throttle_fraction * clock.max_mhz) for c in clocks]
+    result = {"stopped_by": crit.reason, "taken": len(event_ms), "throttled_discarded": keep.count(False),
+              "l2_flush_bytes": 0 if flush_buf is None else flush_buf.numel(),
+              "throttle_check": "nvml" if clock.handle is not None else "unavailable",
+              "sm_clock_max_mhz": getattr(clock, "max_mhz", None)}
+    samples = [ms for ms, k in zip(event_ms, keep) if k]
+    mode = "events"
+    cupti = marks.kernels_in("m", len(event_ms))
+    if cupti is not None:
+        union_ms = [u / 1e6 for (u, _), k in zip(cupti, keep) if k]
+        names = sorted({n for _, ns in cupti for n in ns})
+        ev_med, cu_med = statistics.median(samples), statistics.median(union_ms)
+        ratio = cu_med / ev_med if ev_med > 0 else 0.0
+        result["crosscheck"] = {"events_median_ms": ev_med, "cupti_union_median_ms": cu_med,
+                                "ratio": ratio, "kernels": names}
+        if ratio > 1.05:
+            result["crosscheck"]["warning"] = ("CUPTI saw %.1f%% more kernel time than the CUDA events: work ran "
+                                               "outside the timed stream; samples are the CUPTI union" %
+                                               (100 * (ratio - 1)))
+            samples, mode = union_ms, "cupti_union"
+    else:
+        result["crosscheck"] = {"warning": "libmagpie_cupti.so not loaded: events not cross-checked"}
+    result["mode"] = mode
+    result["samples_ms"] = samples
+    result["noise"] = rel_stddev(samples)
+    return result
+
+
+def latency_payload(result):
+    """The MAGPIE_LATENCY_JSON payload (interface §8) for a time_callable result."""
+    if "error" in result:
+        return {"error": result["error"]}
+    s = sorted(result["samples_ms"])
+    n = len(s)
+    p99 = s[min(n - 1, int(round(0.99 * (n - 1))))]
+    return {"mode": result["mode"],
+            "stats": {"median_ms": statistics.median(s), "p50_ms": statistics.median(s), "p99_ms": p99,
+                      "min_ms": s[0], "max_ms": s[-1], "std_ms": statistics.stdev(s) if n > 1 else 0.0,
+                      "samples_ms": s if n <= 5000 else s[:: n // 5000 + 1], "n_repeat": n, "n_retries": 0,
+                      "estimate_ms": statistics.median(s)},
+            "kernel_name": ",".join(result.get("crosscheck", {}).get("kernels", []))[:500],
+            "stopped_by": result["stopped_by"], "noise": result["noise"],
+            "throttled_discarded": result["throttled_discarded"], "crosscheck": result.get("crosscheck")}

@@ -1,0 +1,112 @@
+#pragma once
+// `magpie benchmark` settings: Magpie's YAML (interface §3) and inline flags
+// (§1) resolved into one struct, plus our client knobs.
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serve/request_builder.hpp"
+#include "serve/serving_metrics.hpp"
+
+namespace magpie::serve {
+
+struct ClientOptions {
+  ApiKind api = ApiKind::kCompletions;
+  std::string dataset = "random";  // random | sharegpt | jsonl
+  std::string dataset_path;
+  std::vector<double> request_rates{std::numeric_limits<double>::infinity()};  // >1 = sweep
+  double burstiness = 1.0;
+  int64_t warmups = -1;           // -1 = Magpie's 2·CONC
+  double duration_s = 0;          // > 0: time-bounded instead of NUM_PROMPTS
+  GoodputSlo slo;
+  std::vector<double> percentiles{50, 90, 95, 99};
+  uint64_t seed = 0;
+  int32_t token_id_min = 100, token_id_max = 30000;
+  int64_t prefix_len = 0;
+  double request_timeout_s = 600;
+  bool continuous_usage = false;
+  bool ignore_eos = true;
+  std::string served_model_name;  // the `model` field; default: what /v1/models reports
+  int64_t profile_num_prompts = 0;  // profiled window size; 0 = the whole case
+};
+
+struct GapSettings {
+  bool enabled = true;  // runs when traces exist (a profiled run)
+  double start_pct = 0, end_pct = 100, min_duration_us = 0;
+  size_t top_k = 20;
+  std::vector<std::string> categories{"kernel", "gpu"};
+  std::vector<std::string> ignore_categories{"gpu_user_annotation", "user_annotation"};
+};
+
+// One workload of a sweep (Magpie's sweep_matrix case, or one value of a
+// concurrency / rate sweep).
+struct WorkloadCase {
+  int64_t concurrency = 32;
+  int64_t input_len = 1024, output_len = 512;
+  int64_t num_prompts = 320;
+  double range_ratio = 0.5;
+  double request_rate = std::numeric_limits<double>::infinity();
+  std::string label() const;  // "CONC32_ISL1024_OSL512" (+ "_RATE2.5")
+};
+
+struct BenchmarkConfig {
+  std::string framework = "vllm";
+  std::string model;
+  std::string precision = "fp8";
+  std::string run_mode = "docker";   // docker | local (ray: not supported here)
+  std::string run_kind = "auto";     // auto | measurement | diagnostic
+  std::map<std::string, std::string> envs;  // upper-cased keys
+  std::string docker_image, gpu_arch;
+  double timeout_seconds = 3600;
+  std::string hf_cache_path;
+  double server_ready_timeout_s = 2700;
+  bool torch_profiler = false;       // we default to a clean run (Magpie enables it)
+  bool system_profiler = false;
+  bool tracelens = false;
+  GapSettings gap;
+  std::vector<std::map<std::string, std::string>> sweep_cases;
+  std::string on_failure = "continue";
+  std::vector<int64_t> concurrency_sweep;  // ours: --concurrency 4,8
+  std::string endpoint;              // ours: an already-running server
+  std::string output_dir = "./results";
+  std::vector<std::string> engine_extra_args;  // ours: appended after EXTRA_*_ARGS
+  std::string engine_executable;     // ours: path to `vllm` / python
+  bool engine_gpu = true;            // ours: false drops GPU-only engine flags (CPU builds)
+  ClientOptions client;
+  std::string config_yaml;           // the YAML as given, copied to the workspace
+  std::vector<std::string> warnings;
+
+  std::string env(const std::string& key, const std::string& fallback = {}) const;
+  std::vector<WorkloadCase> cases() const;
+  std::string resolved_run_kind() const;  // auto → diagnostic when any profiler is on
+};
+
+// Inline flags; unset ones leave the config alone.
+struct BenchmarkFlags {
+  std::optional<std::string> framework, model, precision, run_mode, run_kind, docker_image, output_dir,
+      endpoint, concurrency, input_len, output_len, tp, request_rate, num_prompts, dataset,
+      dataset_path, api, range_ratio, max_model_len, served_model_name, engine_executable;
+  std::optional<bool> torch_profiler, system_profiler, engine_gpu;
+  std::optional<double> timeout, burstiness, duration, slo_ttft_ms, slo_tpot_ms, slo_e2el_ms,
+      request_timeout, ready_timeout;
+  std::optional<int64_t> warmups, prefix_len, token_id_max, profile_num_prompts;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> extra_engine_args;
+  std::vector<std::string> envs;  // KEY=VALUE
+};
+
+BenchmarkConfig load_benchmark_yaml(const std::filesystem::path& path);
+BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string& origin);
+// Magpie's rule: with a YAML only --run-mode and --run-kind override; our own
+// flags (endpoint, client knobs, output dir) apply in both cases.
+void apply_flags(BenchmarkConfig& config, const BenchmarkFlags& flags, bool from_yaml);
+void validate(const BenchmarkConfig& config);
+
+std::vector<double> parse_double_list(const std::string& s, const char* what);  // "1,2,inf"
+std::vector<int64_t> parse_int_list(const std::string& s, const char* what);
+
+}  // namespace magpie::serve

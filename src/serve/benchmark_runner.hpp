@@ -1,0 +1,28 @@
+#pragma once
+// One `magpie benchmark` serving job: workspace, server, workload cases,
+// profiling window, reports. Whatever happens (server death, Ctrl-C, a case
+// failing), what was measured is written, marked complete or not.
+#include <atomic>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/benchmark_config.hpp"
+
+namespace magpie::serve {
+
+struct RunContext {
+  bool progress = false;                  // live line on stderr
+  bool verbose = false;
+  const std::atomic<bool>* stop = nullptr;  // set by SIGINT
+};
+
+struct BenchmarkOutcome {
+  bool success = false;
+  std::filesystem::path workspace;
+  nlohmann::json report;
+};
+
+BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& context);
+
+}  // namespace magpie::serve

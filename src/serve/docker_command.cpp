@@ -1,0 +1,52 @@
+#include "serve/docker_command.hpp"
+
+#include "core/error.hpp"
+
+namespace magpie::serve {
+
+GpuVendor vendor_for_arch(const std::string& arch) {
+  if (arch.starts_with("gfx")) return GpuVendor::kAmd;
+  if (arch.starts_with("sm_") || arch.empty()) return GpuVendor::kNvidia;
+  throw Error(ErrorKind::kUsage, "unknown gpu_arch '" + arch + "': use sm_90, gfx942, ...");
+}
+
+std::string default_image(Framework f, const std::string& arch) {
+  bool amd = vendor_for_arch(arch) == GpuVendor::kAmd;
+  switch (f) {
+    case Framework::kVllm: return amd ? "vllm/vllm-openai-rocm:latest" : "vllm/vllm-openai:latest";
+    case Framework::kSglang:
+      return amd ? "lmsysorg/sglang:latest-rocm" : "lmsysorg/sglang:latest-cu130-amd64-runtime";
+    case Framework::kAtom:
+      if (!amd) throw Error(ErrorKind::kUsage, "ATOM images exist for AMD GPUs only; set gpu_arch: gfx942 or docker_image");
+      return "rocm/atom:latest";
+  }
+  return {};
+}
+
+std::vector<std::string> docker_run_argv(const DockerSpec& s) {
+  if (s.image.empty()) throw Error(ErrorKind::kUsage, "docker mode needs an image");
+  std::vector<std::string> a = {"docker", "run", "--rm", "--name", s.container_name,
+                                "--network", "host", "--ipc", "host", "--shm-size", s.shm_size};
+  switch (s.vendor) {
+    case GpuVendor::kNvidia: a.insert(a.end(), {"--gpus", "all"}); break;
+    case GpuVendor::kAmd:
+      a.insert(a.end(), {"--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
+                         "--security-opt", "seccomp=unconfined"});
+      break;
+    case GpuVendor::kNone: break;
+  }
+  for (const auto& [host, container] : s.volumes) a.insert(a.end(), {"-v", host + ":" + container});
+  for (const auto& [k, v] : s.env) a.insert(a.end(), {"-e", k + "=" + v});
+  // vLLM's images have `vllm serve` as their entrypoint; override it so the
+  // same argv works for every image.
+  if (s.engine_argv.empty()) throw Error(ErrorKind::kInternal, "docker run without a command");
+  a.insert(a.end(), {"--entrypoint", s.engine_argv.front(), s.image});
+  a.insert(a.end(), s.engine_argv.begin() + 1, s.engine_argv.end());
+  return a;
+}
+
+std::vector<std::string> docker_stop_argv(const std::string& name) {
+  return {"docker", "stop", "--time", "10", name};
+}
+
+}  // namespace magpie::serve

@@ -1,0 +1,63 @@
+#pragma once
+// Brings up the server a benchmark talks to: a local child process, a docker
+// container (through the docker CLI), or nothing (--endpoint). Readiness is
+// /health answering 200 and then /v1/models listing a model; a server that
+// exits or misses the deadline fails with the tail of its log.
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/benchmark_config.hpp"
+#include "serve/endpoint.hpp"
+#include "serve/server_process.hpp"
+
+namespace magpie::serve {
+
+struct LaunchPlan {
+  std::string mode;  // local | docker | endpoint
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // set for the server
+  std::string image;
+  std::string container_name;
+  Endpoint endpoint;
+  std::filesystem::path log_path;
+  std::filesystem::path profiler_dir;  // empty = not profiling
+};
+
+// Pure: what would be run for this config (unit-tested; no side effects but
+// choosing a free port when PORT is unset).
+LaunchPlan plan_launch(const BenchmarkConfig& config, const std::filesystem::path& workspace);
+
+class EngineServer {
+ public:
+  explicit EngineServer(LaunchPlan plan) : plan_(std::move(plan)) {}
+  ~EngineServer();
+  EngineServer(const EngineServer&) = delete;
+  EngineServer& operator=(const EngineServer&) = delete;
+
+  // Starts (unless endpoint mode) and waits until ready; returns the served model id.
+  // Throws Error(kInternal) with the log tail on exit/timeout, or when `stop` is set.
+  std::string start(double ready_timeout_s, const std::atomic<bool>* stop);
+  bool alive();  // endpoint mode: always true
+  std::string exit_status() const { return process_.exit_status(); }
+  void shutdown();
+  const LaunchPlan& plan() const { return plan_; }
+  nlohmann::json describe() const;  // command, image, env, mode, log
+
+ private:
+  LaunchPlan plan_;
+  ServerProcess process_;
+  bool started_ = false;
+};
+
+// The model revision when it can be known without the network: a local
+// directory's path, or the commit in the Hugging Face cache's refs/main.
+std::string model_revision(const std::string& model, const std::string& hf_cache_path);
+
+}  // namespace magpie::serve

@@ -1,0 +1,110 @@
+#include "serve/profiling.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "analysis/gap_analysis_report.hpp"
+#include "analysis/gap_analysis_run.hpp"
+#include "core/error.hpp"
+#include "serve/http_client.hpp"
+
+namespace magpie::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string post_profile(const Endpoint& ep, const char* path) {
+  // Starting/stopping the torch profiler can take a long time on big models.
+  auto r = http_request(ep, "POST", ep.target(path), "", std::chrono::minutes(5));
+  if (!r.ok) return fmt::format("POST {}: {}", path, r.error);
+  if (r.status != 200)
+    return fmt::format("POST {} answered HTTP {} (was the server launched with a profiler dir?): {:.300}",
+                       path, r.status, r.body);
+  return {};
+}
+
+uintmax_t dir_bytes(const fs::path& dir, size_t& files) {
+  uintmax_t total = 0;
+  files = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    auto name = it->path().filename().string();
+    if (name.find(".json") == std::string::npos) continue;
+    ++files;
+    total += it->file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string start_profile(const Endpoint& endpoint) { return post_profile(endpoint, "/start_profile"); }
+std::string stop_profile(const Endpoint& endpoint) { return post_profile(endpoint, "/stop_profile"); }
+
+size_t wait_for_traces(const fs::path& dir, double timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  uintmax_t last = 0;
+  int stable = 0;
+  size_t files = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto bytes = dir_bytes(dir, files);
+    // Three unchanged looks a second apart: the writer is done.
+    stable = files > 0 && bytes == last ? stable + 1 : 0;
+    if (stable >= 3) break;
+    last = bytes;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return files;
+}
+
+GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& output_dir,
+                                    const GapSettings& s) {
+  GapOutcome out;
+  analysis::GapAnalysisRunOptions options;
+  options.config.top_k = s.top_k;
+  options.config.start_pct = s.start_pct;
+  options.config.end_pct = s.end_pct;
+  options.config.min_duration_us = s.min_duration_us;
+  options.config.categories = s.categories;
+  options.config.ignore_categories = s.ignore_categories;
+  analysis::GapAnalysisResult result;
+  try {
+    result = analysis::run_gap_analysis(trace_dir, options);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNoGpuEvents) {
+      out.errors.push_back(fmt::format("gap analysis: {}", e.what()));
+      return out;
+    }
+    // A CPU-only server's trace has no kernels; its cpu_op events still show
+    // where the time goes, so rank those instead of reporting nothing.
+    out.notes.push_back("the traces hold no GPU kernel events (CPU-only server): gap analysis ran over "
+                        "cpu_op events instead");
+    options.config.categories = {"cpu_op"};
+    try {
+      result = analysis::run_gap_analysis(trace_dir, options);
+    } catch (const Error& e2) {
+      out.errors.push_back(fmt::format("gap analysis over cpu_op events: {}", e2.what()));
+      return out;
+    }
+  }
+  auto files = analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
+  out.block = analysis::gap_analysis_json(result, files);
+  for (const auto& note : out.notes) out.block["notes"].push_back(note);
+  if (out.block.contains("top_kernels")) {
+    for (const auto& k : out.block["top_kernels"]) {
+      out.kernel_summary.push_back({{"name", k.value("name", "")},
+                                    {"time_ms", k.value("self_cuda_total_us", 0.0) / 1000.0},
+                                    {"percent", k.value("pct_total", 0.0)},
+                                    {"calls", k.value("calls", 0)}});
+      if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.value("name", ""));
+    }
+  }
+  return out;
+}
+
+}  // namespace magpie::serve

