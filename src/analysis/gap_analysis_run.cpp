@@ -74,10 +74,11 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
     result.ranks.push_back(std::move(r));
   }
   if (result.ranks.empty()) {
+    std::string where = result.skipped.size() == 1 ? result.skipped.front().file : trace_dir.string();
     throw Error(ErrorKind::kNoGpuEvents,
-                "no GPU kernel events matched (categories: " +
-                    fmt::format("{}", fmt::join(options.config.categories, ", ")) + ")",
-                trace_dir.string(), std::nullopt,
+                fmt::format("no GPU kernel events matched (categories: {}) in {} trace file(s)",
+                            fmt::join(options.config.categories, ", "), result.skipped.size()),
+                where, std::nullopt,
                 "record the trace with ProfilerActivity.CUDA, or widen --categories / the "
                 "--start-pct/--end-pct window");
   }

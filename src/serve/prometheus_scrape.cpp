@@ -74,6 +74,8 @@ nlohmann::json prometheus_summary(const PrometheusScrape& before, const Promethe
     if (!prefix.empty() && !std::string_view(name).starts_with(prefix)) continue;
     // Histogram buckets are many and rarely read; keep their _sum and _count.
     if (name.find("_bucket{") != std::string::npos) continue;
+    // `*_created` samples are creation timestamps, not measurements.
+    if (name.find("_created{") != std::string::npos || name.ends_with("_created")) continue;
     if (!std::isfinite(value)) continue;
     after_values[name] = value;
     if (auto it = before.samples.find(name); it != before.samples.end() && std::isfinite(it->second))
