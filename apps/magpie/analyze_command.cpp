@@ -131,7 +131,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
   opt.workspace = make_workspace(f.output_dir, name);
   if (compare) opt.baseline = &cfg.kernels[f.baseline];
   if (verbose) {
-    std::cerr << fmt::format("gpu: {} {} ({}); cupti: {}; python harness: {}\n", opt.gpu.vendor, opt.gpu.name,
+    std::cerr << fmt::format("gpu: {} ({}); cupti: {}; python harness: {}\n", opt.gpu.name.empty() ? "none" : opt.gpu.name,
                              opt.gpu.arch, opt.cupti_lib.empty() ? "none" : opt.cupti_lib.string(),
                              opt.python_dir.string());
   }

@@ -33,8 +33,8 @@ void TraceLensCommand::register_with(CLI::App& app) {
       ->check(CLI::IsMember({"csv", "excel", "both"}))
       ->capture_default_str();
   sub_->add_option("--gpu-arch", gpu_arch_,
-                                "GPU for the roofline (H200, MI300X, ...), instead of the trace's "
-                                "deviceProperties");
+                   "GPU for the roofline (H200, MI300X, ...), instead of the trace's "
+                   "deviceProperties");
   sub_->add_option("--gpu-arch-file", gpu_arch_file_,
                    "JSON that overrides or adds GPUs (Magpie or TraceLens keys)")
       ->check(CLI::ExistingFile);

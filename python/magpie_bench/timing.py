@@ -1,13 +1,18 @@
 """Timing loop with nvbench's discipline, for CUDA callables.
 
-Per sample: flush L2 (zero a buffer twice the L2 size), synchronize, mark,
-record a start event, call, record a stop event, synchronize, mark. The marks
-go through libmagpie_cupti.so (when CUDA_INJECTION64_PATH loaded it) on
-CUPTI's clock, so afterwards every kernel of every stream inside each sample's
-window is known: their union cross-checks the events, which see only the
-current stream. When the union exceeds the events by more than 5%, work ran
-elsewhere and the union becomes the sample. Samples taken while the SM clock
-was under 75% of its maximum (NVML) are discarded as throttled.
+Per sample: flush L2 by reading a buffer twice its size (reads leave clean
+lines, so the timed kernel pays no write-back of the flush), synchronize,
+mark, launch a spin kernel that holds the stream while the CPU enqueues the
+call (so CPU launch overhead never shows as GPU time), record the start
+event, call, record the stop event, synchronize, mark. The marks go through
+libmagpie_cupti.so (when CUDA_INJECTION64_PATH loaded it) on CUPTI's clock,
+so every kernel of every stream inside each sample's window is known.
+
+Samples are the CUPTI union of kernel time across all streams when the
+library is loaded (the events, which see only the current stream, are the
+cross-check: a union more than 5% above them means work ran elsewhere), and
+the events otherwise. Samples taken while the SM clock was under 75% of its
+maximum (NVML) are discarded as throttled.
 """
 import ctypes
 import os
@@ -18,6 +23,19 @@ import torch
 
 from .intervals import read_jsonl, window_unions
 from .stopping import StdRelCriterion, rel_stddev
+
+
+SPIN_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel: holds the stream, never timed
+
+
+def spin_cycles(fn, clock_mhz):
+    """Cycles of spin that outlast the CPU time to enqueue one call (x2, at least 20 us)."""
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fn()
+    enqueue_s = (time.perf_counter() - t0) / 3
+    torch.cuda.synchronize()
+    return int(max(2 * enqueue_s, 20e-6) * (clock_mhz or 2000) * 1e6)
 
 
 class CuptiMarks:
@@ -45,6 +63,7 @@ class CuptiMarks:
             return None
         self.lib.magpie_cupti_flush()
         kernels, markers = read_jsonl(self.jsonl)
+        kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = []
         for i in range(n):
@@ -87,8 +106,10 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
         fn()
     torch.cuda.synchronize()
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.int8, device="cuda") if l2_flush else None
+    flush_buf = torch.ones(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda") if l2_flush else None
     marks, clock = CuptiMarks(), ClockMonitor(dev)
+    can_spin = hasattr(torch.cuda, "_sleep")
+    cycles = spin_cycles(fn, getattr(clock, "max_mhz", None)) if can_spin else 0
     crit = StdRelCriterion(max_noise, min_samples, min_time_s, max_time_s)
     start_ev, stop_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     event_ms, clocks, kept = [], [], []
@@ -96,9 +117,11 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
     i = 0
     while True:
         if flush_buf is not None:
-            flush_buf.zero_()
+            flush_buf.sum()
         torch.cuda.synchronize()
         marks.mark("ms%d" % i)
+        if can_spin:
+            torch.cuda._sleep(cycles)
         start_ev.record()
         fn()
         stop_ev.record()
@@ -116,7 +139,8 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
             break
     keep = [not (c is not None and clock.max_mhz and c < throttle_fraction * clock.max_mhz) for c in clocks]
     result = {"stopped_by": crit.reason, "taken": len(event_ms), "throttled_discarded": keep.count(False),
-              "l2_flush_bytes": 0 if flush_buf is None else flush_buf.numel(),
+              "l2_flush_bytes": 0 if flush_buf is None else 4 * flush_buf.numel(),
+              "spin_cycles": cycles,
               "throttle_check": "nvml" if clock.handle is not None else "unavailable",
               "sm_clock_max_mhz": getattr(clock, "max_mhz", None)}
     samples = [ms for ms, k in zip(event_ms, keep) if k]
@@ -131,9 +155,8 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
                                 "ratio": ratio, "kernels": names}
         if ratio > 1.05:
             result["crosscheck"]["warning"] = ("CUPTI saw %.1f%% more kernel time than the CUDA events: work ran "
-                                               "outside the timed stream; samples are the CUPTI union" %
-                                               (100 * (ratio - 1)))
-            samples, mode = union_ms, "cupti_union"
+                                               "outside the timed stream" % (100 * (ratio - 1)))
+        samples, mode = union_ms, "cupti_union"
     else:
         result["crosscheck"] = {"warning": "libmagpie_cupti.so not loaded: events not cross-checked"}
     result["mode"] = mode

@@ -12,8 +12,8 @@ using trace::Category;
 
 namespace {
 
-constexpr size_t kProbe = 16;     // kernels compared when choosing where a graph starts
-constexpr size_t kMaxSkip = 32;   // captured launches a replay may skip (not captured work)
+constexpr size_t kProbe = 16;    // kernels compared when choosing where a graph starts
+constexpr size_t kMaxSkip = 32;  // captured launches a replay may skip (not captured work)
 constexpr size_t kMaxStarts = 256;
 
 }  // namespace
@@ -31,8 +31,8 @@ std::vector<CapturedLaunch> captured_launches(const CaptureTrace& c, uint32_t in
     if (!trace::is_launch_api(e.category[r]) || e.detail[r] == trace::kNoDetail) continue;
     if (e.kernel_details[e.detail[r]].kernel == trace::kEmptyString) continue;
     CapturedLaunch l{index, r, -1};
-    if (auto it = op_by_ext.find(e.external_id[r]); e.external_id[r] != trace::kNoValue &&
-                                                    it != op_by_ext.end()) {
+    if (auto it = op_by_ext.find(e.external_id[r]);
+        e.external_id[r] != trace::kNoValue && it != op_by_ext.end()) {
       l.op = it->second;
     } else {
       for (int32_t p = c.links.parent[r]; p >= 0; p = c.links.parent[static_cast<size_t>(p)]) {
@@ -81,7 +81,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
   g.graph_launches = by_launch.size();
   size_t cursor = 0;
   for (auto& [launch, rows] : by_launch) {
-    std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
+    std::sort(rows.begin(), rows.end(),
+              [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
     g.graph_kernels += rows.size();
     auto it = positions.find(e.name[rows[0]]);
     if (it == positions.end()) continue;

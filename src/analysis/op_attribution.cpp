@@ -21,7 +21,8 @@ std::vector<KernelOwner> attribute_kernels(const AttributionSources& s,
     KernelOwner k;
     k.gpu_row = r;
     const int32_t launch = s.links->launch_of[r];
-    const bool graph = launch >= 0 && trace::is_graph_launch(s.trace->name(static_cast<size_t>(launch)));
+    const bool graph =
+        launch >= 0 && trace::is_graph_launch(s.trace->name(static_cast<size_t>(launch)));
     if (graph) k.graph_launch = launch;
     if (graph && s.alignment && s.alignment->launch_of_row[r] >= 0) {
       const auto& cl = s.alignment->launches[static_cast<size_t>(s.alignment->launch_of_row[r])];

@@ -1,8 +1,7 @@
 #include "analysis/perf_model_inference.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace magpie::analysis {
 
@@ -89,7 +88,8 @@ std::optional<OpCost> rms_norm_like(const Args& a, bool fused_add) {
   return tagged(std::move(cost), false, a.type(0), "norm");
 }
 
-// fused_experts(hidden[T,H], w1[E, 2I or I, H], w2[E, H, I], topk_weights[T,k], topk_ids[T,k], ...).
+// fused_experts(hidden[T,H], w1[E, 2I or I, H], w2[E, H, I], topk_weights[T,k], topk_ids[T,k],
+// ...).
 std::optional<OpCost> fused_experts(const Args& a) {
   const Shape& x = a.dim(0);
   const Shape& w1 = a.dim(1);
@@ -102,8 +102,8 @@ std::optional<OpCost> fused_experts(const Args& a) {
     return std::nullopt;
   }
   if (a.bpe(0) == 0 || a.bpe(1) == 0) return std::nullopt;
-  return tagged(moe_fused(x[0], x[1], I, w1[0], topk[1], gated, a.bpe(0), a.bpe(1), a.bpe(0)),
-                true, a.type(1), "MoE");
+  return tagged(moe_fused(x[0], x[1], I, w1[0], topk[1], gated, a.bpe(0), a.bpe(1), a.bpe(0)), true,
+                a.type(1), "MoE");
 }
 
 // reshape_and_cache(key[T,Hkv,d], value[T,Hkv,d], caches...): copies K and V
@@ -134,6 +134,22 @@ std::optional<OpCost> step_attention(const Args& a, const StepAnnotation* step) 
   return tagged(std::move(*c), true, a.type(0), "SDPA");
 }
 
+// flash_attn's dense forward: q[B, Nq, Hq, d_qk], k[B, Nkv, Hkv, d_qk],
+// v[B, Nkv, Hkv, d_v]; is_causal is argument 5 (after dropout_p, softmax_scale).
+std::optional<OpCost> flash_attn_dense(const Args& a, std::string_view concrete) {
+  const Shape& q = a.dim(0);
+  const Shape& k = a.dim(1);
+  const Shape& v = a.dim(2);
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || q[0] != k[0] || q[3] != k[3] ||
+      k[1] != v[1] || k[2] != v[2] || a.bpe(0) == 0) {
+    return std::nullopt;
+  }
+  const auto args = parse_input_types(concrete);
+  const bool causal = args.size() > 5 && args[5] == "True";
+  return tagged(sdpa(q[0], q[2], k[2], q[1], k[1], q[3], v[3], causal, a.bpe(0)), true, a.type(0),
+                "SDPA");
+}
+
 }  // namespace
 
 std::optional<OpCost> paged_attention(const StepAnnotation& step, int64_t Hq, int64_t Hkv,
@@ -154,32 +170,38 @@ std::optional<OpCost> paged_attention(const StepAnnotation& step, int64_t Hq, in
   OpCost c;
   c.flops = 2.0 * d(Hq) * d(d_qk + d_v) * entries;
   c.bytes = d(sq) * d(Hq) * d(d_qk + d_v) * bpe_qo + d(sk) * d(Hkv) * d(d_qk + d_v) * bpe_kv;
-  c.params_json = nlohmann::json{{"context_requests", ctx.requests},
-                                 {"generation_requests", gen.requests},
-                                 {"sum_q", sq},
-                                 {"sum_k", sk},
-                                 {"score_entries", entries},
-                                 {"H_Q", Hq},
-                                 {"H_KV", Hkv},
-                                 {"d_h_qk", d_qk},
-                                 {"d_h_v", d_v},
-                                 {"bpe_qo", bpe_qo},
-                                 {"bpe_kv", bpe_kv}}
-                      .dump();
+  c.params_json = nlohmann::json{
+      {"context_requests", ctx.requests},
+      {"generation_requests", gen.requests},
+      {"sum_q", sq},
+      {"sum_k", sk},
+      {"score_entries", entries},
+      {"H_Q", Hq},
+      {"H_KV", Hkv},
+      {"d_h_qk", d_qk},
+      {"d_h_v", d_v},
+      {"bpe_qo", bpe_qo},
+      {"bpe_kv",
+       bpe_kv}}.dump();
   return c;
 }
 
 std::optional<OpCost> model_for_inference_op(std::string_view name, const Dims& dims,
                                              const std::vector<std::string>& types,
-                                             std::string_view concrete, const StepAnnotation* step) {
+                                             std::string_view concrete,
+                                             const StepAnnotation* step) {
   const Args a{dims, types};
   if (starts(name, "aten::")) {
     // Varlen flash attention records 3-D q/k/v ([total_tokens, H, d]).
-    if ((name == "aten::_flash_attention_forward" || name == "aten::_efficient_attention_forward") &&
+    if ((name == "aten::_flash_attention_forward" ||
+         name == "aten::_efficient_attention_forward") &&
         a.dim(0).size() == 3) {
       return step_attention(a, step);
     }
     return model_for_op(name, dims, types, concrete);
+  }
+  if (has(name, "flash_attn") && !has(name, "varlen") && a.dim(0).size() == 4) {
+    return flash_attn_dense(a, concrete);
   }
   if (has(name, "unified_attention") || has(name, "paged_attention") || has(name, "varlen") ||
       name == "vllm::attention" || has(name, "flash_attn")) {

@@ -86,7 +86,8 @@ bool is_communication(const sources::KernelName& k) {
 }
 
 void build_groups(StageAnalysis& a, const GpuArch* arch) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, size_t> index;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, size_t>
+      index;
   for (const auto& c : a.calls) {
     auto key = std::tuple{c.category, c.name, c.input_dims, c.input_type, c.concrete_inputs};
     auto [it, inserted] = index.emplace(key, a.groups.size());
@@ -151,8 +152,9 @@ void build_kernels(StageAnalysis& a, const trace::Trace& t, const GpuArch* arch)
     k.mean_achieved_tbps /= n;
     k.mean_pct_roofline /= n;
   }
-  std::stable_sort(a.kernels.begin(), a.kernels.end(),
-                   [](const KernelGroup& x, const KernelGroup& y) { return x.total_us > y.total_us; });
+  std::stable_sort(
+      a.kernels.begin(), a.kernels.end(),
+      [](const KernelGroup& x, const KernelGroup& y) { return x.total_us > y.total_us; });
 }
 
 }  // namespace
@@ -163,7 +165,8 @@ StageAnalysis analyze_stage(const StageInputs& in) {
   const auto& t = *s.trace;
   const auto& e = t.events;
   CostCache costs(s, in.step);
-  auto owners = attribute_kernels(s, in.gpu_rows, [&](OpRef r) { return costs.get(r).has_value(); });
+  auto owners =
+      attribute_kernels(s, in.gpu_rows, [&](OpRef r) { return costs.get(r).has_value(); });
 
   std::unordered_map<CallKey, size_t, CallKeyHash> call_index;
   std::unordered_map<int32_t, size_t> graph_calls;  // graph launch row → its pseudo call

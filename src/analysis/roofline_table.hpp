@@ -68,7 +68,7 @@ struct StageAnalysis {
   size_t unattributed_events = 0;  // no op known
   size_t graph_events = 0;         // replayed from graphs
   size_t graph_events_attributed = 0;
-  size_t ops_without_shapes = 0;   // calls of ops that recorded no Input Dims
+  size_t ops_without_shapes = 0;  // calls of ops that recorded no Input Dims
 };
 
 struct StageInputs {

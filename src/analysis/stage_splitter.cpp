@@ -79,7 +79,8 @@ std::vector<uint32_t> top_level_ops(const Trace& t, const TraceLinks& links,
     if (e.pid[r] != thread.first || e.tid[r] != thread.second) continue;
     out.push_back(r);
   }
-  std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
+  std::sort(out.begin(), out.end(),
+            [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
   return out;
 }
 
@@ -163,8 +164,9 @@ StagePick pick_for(Stage stage, const std::vector<Iteration>& its) {
   double max_bs = 0;
   for (size_t i : cand) max_bs = std::max(max_bs, its[i].step.batch_size);
   std::erase_if(cand, [&](size_t i) { return its[i].step.batch_size != max_bs; });
-  std::string reason = fmt::format("largest batch size ({:g}) among {} {} iteration(s) with GPU work",
-                                   max_bs, p.candidates, to_string(stage));
+  std::string reason =
+      fmt::format("largest batch size ({:g}) among {} {} iteration(s) with GPU work", max_bs,
+                  p.candidates, to_string(stage));
   // Median GPU busy time: a typical iteration, not a warm-up or a straggler.
   std::stable_sort(cand.begin(), cand.end(),
                    [&](size_t a, size_t b) { return its[a].gpu_busy_us < its[b].gpu_busy_us; });
@@ -187,7 +189,8 @@ std::vector<uint32_t> embedding_rows(const Trace& t) {
   for (uint32_t r = 0; r < e.size(); ++r) {
     if (e.name[r] == name && e.category[r] == Category::kCpuOp) rows.push_back(r);
   }
-  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
+  std::sort(rows.begin(), rows.end(),
+            [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
   return rows;
 }
 
@@ -312,8 +315,8 @@ StageSplit split_stages(const Trace& t, const TraceLinks& links) {
   }
   out.method = markers.empty() ? "" : "annotations (" + grammars + ")";
   if (pattern_found > 0) {
-    out.method += fmt::format("{}op pattern (iterations start at {})", out.method.empty() ? "" : " + ",
-                              start_op);
+    out.method += fmt::format("{}op pattern (iterations start at {})",
+                              out.method.empty() ? "" : " + ", start_op);
   }
   if (out.method.empty()) out.method = "whole trace";
   if (markers.empty()) {

@@ -15,10 +15,10 @@ namespace magpie::analysis {
 
 struct Iteration {
   Stage stage = Stage::kUnknown;
-  StepAnnotation step;        // grammar "pattern" when found by the op-pattern fallback
-  std::string marker;         // the annotation's name, or what the pattern started with
-  std::string stage_source;   // "annotation" or how the stage was inferred
-  int64_t start_ns = 0;       // host-side window: GPU work launched inside it belongs here
+  StepAnnotation step;       // grammar "pattern" when found by the op-pattern fallback
+  std::string marker;        // the annotation's name, or what the pattern started with
+  std::string stage_source;  // "annotation" or how the stage was inferred
+  int64_t start_ns = 0;      // host-side window: GPU work launched inside it belongs here
   int64_t end_ns = 0;
   std::vector<uint32_t> gpu_rows;  // kernels, copies and sets, in time order
   double gpu_duration_us = 0;      // first GPU start → last GPU end

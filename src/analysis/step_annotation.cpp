@@ -8,20 +8,28 @@ namespace magpie::analysis {
 
 std::string_view to_string(Stage s) {
   switch (s) {
-    case Stage::kPrefillDecode: return "prefilldecode";
-    case Stage::kDecode: return "decode";
-    case Stage::kPrefill: return "prefill";
-    case Stage::kUnknown: break;
+    case Stage::kPrefillDecode:
+      return "prefilldecode";
+    case Stage::kDecode:
+      return "decode";
+    case Stage::kPrefill:
+      return "prefill";
+    case Stage::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view output_label(Stage s) {
   switch (s) {
-    case Stage::kPrefillDecode: return "prefilldecode";
-    case Stage::kDecode: return "decode_only";
-    case Stage::kPrefill: return "prefill_only";
-    case Stage::kUnknown: break;
+    case Stage::kPrefillDecode:
+      return "prefilldecode";
+    case Stage::kDecode:
+      return "decode_only";
+    case Stage::kPrefill:
+      return "prefill_only";
+    case Stage::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -133,10 +141,14 @@ std::optional<StepAnnotation> parse_bracketed(std::string_view name) {
   if (head == "step") {
     a.grammar = "sglang";
     const std::string_view kind = body.substr(0, body.find(' '));
-    if (kind == "EXTEND" || kind == "PREFILL") a.stage = Stage::kPrefill;
-    else if (kind == "DECODE") a.stage = Stage::kDecode;
-    else if (kind == "MIXED") a.stage = Stage::kPrefillDecode;
-    else return std::nullopt;  // IDLE and future kinds carry no model work we can stage
+    if (kind == "EXTEND" || kind == "PREFILL")
+      a.stage = Stage::kPrefill;
+    else if (kind == "DECODE")
+      a.stage = Stage::kDecode;
+    else if (kind == "MIXED")
+      a.stage = Stage::kPrefillDecode;
+    else
+      return std::nullopt;  // IDLE and future kinds carry no model work we can stage
   } else if (head == "prefill" || head == "decode") {
     a.grammar = "atom";
     a.stage = head == "prefill" ? Stage::kPrefill : Stage::kDecode;
@@ -144,8 +156,8 @@ std::optional<StepAnnotation> parse_bracketed(std::string_view name) {
     return std::nullopt;
   }
   a.batch_size = keyed_number(body, "bs").value_or(keyed_number(body, "batch").value_or(0));
-  a.tokens = static_cast<int64_t>(keyed_number(body, "toks").value_or(
-      keyed_number(body, "tokens").value_or(0)));
+  a.tokens = static_cast<int64_t>(
+      keyed_number(body, "toks").value_or(keyed_number(body, "tokens").value_or(0)));
   return a;
 }
 

@@ -39,11 +39,10 @@ struct StepAnnotation {
 };
 
 // Recognised grammars:
-//   vLLM   execute_N_context_R(sq…sk…sqsq…sqsk…)_generation_R(…), execute_context_R(T)_generation_R(T)
-//   SGLang step[EXTEND|DECODE|MIXED bs=… toks=… …]
-//   ATOM   prefill[…], decode[…] (bs=… when present)
-//   names  decode_step_N, prefill_step_N, decode, prefill (stage by name)
-//   ProfilerStep#N: an iteration of unknown stage.
+//   vLLM   execute_N_context_R(sq…sk…sqsq…sqsk…)_generation_R(…),
+//   execute_context_R(T)_generation_R(T) SGLang step[EXTEND|DECODE|MIXED bs=… toks=… …] ATOM
+//   prefill[…], decode[…] (bs=… when present) names  decode_step_N, prefill_step_N, decode, prefill
+//   (stage by name) ProfilerStep#N: an iteration of unknown stage.
 // nullopt for anything else (model-level annotations, capture markers).
 std::optional<StepAnnotation> parse_step_annotation(std::string_view name);
 

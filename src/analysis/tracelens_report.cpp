@@ -56,7 +56,8 @@ std::vector<fs::path> capture_files(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!e.is_regular_file() || !is_trace_file(e.path())) continue;
     all.push_back(e.path());
-    if (e.path().filename().string().find("capture") != std::string::npos) named.push_back(e.path());
+    if (e.path().filename().string().find("capture") != std::string::npos)
+      named.push_back(e.path());
   }
   auto& out = named.empty() ? all : named;
   std::sort(out.begin(), out.end());
@@ -255,7 +256,9 @@ json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
   for (const auto& w : split.warnings) m["warnings"].push_back(w);
   m["split_method"] = split.method;
   json counts = json::object();
-  for (const auto& it : split.iterations) counts[std::string(to_string(it.stage))] = counts.value(std::string(to_string(it.stage)), 0) + 1;
+  for (const auto& it : split.iterations)
+    counts[std::string(to_string(it.stage))] =
+        counts.value(std::string(to_string(it.stage)), 0) + 1;
   m["iterations"] = counts;
 
   AttributionSources sources{&main.trace, &main.links, &captures,
@@ -290,12 +293,10 @@ json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
     sr["simple_summary_file"] = simple.string();
     if (!errors.empty()) sr["error"] = errors.front();
     sr["phase_pick"] = pj;
-    sr["summary"] = {{"gpu_events", a.gpu_events},
-                     {"kernel_time_us", a.total_gpu_us},
-                     {"ops", a.groups.size()},
-                     {"unattributed_events", a.unattributed_events},
-                     {"graph_events", a.graph_events},
-                     {"graph_events_attributed", a.graph_events_attributed}};
+    sr["summary"] = {
+        {"gpu_events", a.gpu_events},     {"kernel_time_us", a.total_gpu_us},
+        {"ops", a.groups.size()},         {"unattributed_events", a.unattributed_events},
+        {"graph_events", a.graph_events}, {"graph_events_attributed", a.graph_events_attributed}};
     if (a.graph_events > 0 && a.graph_events_attributed < a.graph_events) {
       m["warnings"].push_back(fmt::format("{}: {} of {} graph-replayed kernels have no op", key,
                                           a.graph_events - a.graph_events_attributed,
@@ -326,7 +327,8 @@ json run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
     Loaded l = load(files[i], o);
     input_warnings(l.trace, m["warnings"]);
     ArchChoice arch = choose_arch(o, l.trace);
-    if (!arch.arch) m["warnings"].push_back("unknown GPU (" + arch.reason + "): no roofline columns");
+    if (!arch.arch)
+      m["warnings"].push_back("unknown GPU (" + arch.reason + "): no roofline columns");
     std::vector<uint32_t> rows;
     for (uint32_t r = 0; r < l.trace.events.size(); ++r) {
       if (trace::is_gpu_activity(l.trace.events.category[r])) rows.push_back(r);
@@ -335,7 +337,8 @@ json run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
       return l.trace.events.ts_ns[a] < l.trace.events.ts_ns[b];
     });
     AttributionSources sources{&l.trace, &l.links, nullptr, nullptr};
-    const StageAnalysis a = analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
+    const StageAnalysis a =
+        analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
     const StageTables tables = make_stage_tables(a);
     const int rank = l.trace.rank >= 0 ? l.trace.rank : static_cast<int>(i);
     json errors = json::array();

@@ -7,11 +7,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/step_annotation.hpp"
 #include "trace/kineto_reader.hpp"
@@ -19,16 +18,16 @@
 namespace magpie::analysis {
 
 struct TraceLensOptions {
-  std::filesystem::path trace;  // a trace file, or a directory holding the rank traces
+  std::filesystem::path trace;     // a trace file, or a directory holding the rank traces
   std::string mode = "inference";  // "inference" | "pytorch"
   std::vector<Stage> stages;       // inference mode; empty = all three
   bool write_csv = true;
   bool write_excel = false;
-  std::string gpu_arch;                  // --gpu-arch NAME; overrides deviceProperties
-  std::filesystem::path gpu_arch_file;   // --gpu-arch-file: overrides/extends the table
-  std::filesystem::path capture_dir;     // graph-capture traces (vLLM capture_traces/)
-  std::optional<int64_t> isl, osl, conc; // only name the compact CSV
-  std::filesystem::path output_dir;      // reports go to output_dir/tracelens
+  std::string gpu_arch;                   // --gpu-arch NAME; overrides deviceProperties
+  std::filesystem::path gpu_arch_file;    // --gpu-arch-file: overrides/extends the table
+  std::filesystem::path capture_dir;      // graph-capture traces (vLLM capture_traces/)
+  std::optional<int64_t> isl, osl, conc;  // only name the compact CSV
+  std::filesystem::path output_dir;       // reports go to output_dir/tracelens
   trace::IngestOptions ingest;
   std::function<void(const std::string&)> progress;
 };

@@ -35,10 +35,9 @@ std::vector<std::pair<std::string, std::string>> params_of(const OpGroup& g) {
   auto j = nlohmann::json::parse(g.cost->params_json, nullptr, false);
   if (!j.is_object()) return out;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    out.emplace_back(it.key(), it->is_string() ? it->get<std::string>()
-                                               : it->is_number_float()
-                                                     ? report::format_number(it->get<double>())
-                                                     : it->dump());
+    out.emplace_back(it.key(), it->is_string()         ? it->get<std::string>()
+                               : it->is_number_float() ? report::format_number(it->get<double>())
+                                                       : it->dump());
   }
   return out;
 }
@@ -65,11 +64,11 @@ Table gpu_timeline_table(const StageAnalysis& a) {
   Table t{"gpu_timeline", {"type", "time ms", "percent"}, {}};
   const auto& tl = a.timeline;
   const double span = tl.span_us;
-  for (auto [name, us] : {std::pair{"computation_time", tl.computation_us},
-                          std::pair{"exposed_comm_time", tl.exposed_communication_us},
-                          std::pair{"exposed_memcpy_time", tl.exposed_memcpy_us},
-                          std::pair{"busy_time", tl.busy_us}, std::pair{"idle_time", tl.idle_us},
-                          std::pair{"total_time", span}}) {
+  for (auto [name, us] :
+       {std::pair{"computation_time", tl.computation_us},
+        std::pair{"exposed_comm_time", tl.exposed_communication_us},
+        std::pair{"exposed_memcpy_time", tl.exposed_memcpy_us}, std::pair{"busy_time", tl.busy_us},
+        std::pair{"idle_time", tl.idle_us}, std::pair{"total_time", span}}) {
     t.rows.push_back({text(name), num(us / 1e3), num(pct(us, span))});
   }
   return t;
@@ -87,11 +86,10 @@ Table ops_summary_table(const StageAnalysis& a) {
     kernels += c.gpu_rows.size();
     us += c.kernel_us;
   }
-  std::vector<std::pair<std::pair<std::string, std::string>, std::tuple<size_t, size_t, double>>> rows(
-      by_name.begin(), by_name.end());
-  std::stable_sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
-    return std::get<2>(x.second) > std::get<2>(y.second);
-  });
+  std::vector<std::pair<std::pair<std::string, std::string>, std::tuple<size_t, size_t, double>>>
+      rows(by_name.begin(), by_name.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](auto& x, auto& y) { return std::get<2>(x.second) > std::get<2>(y.second); });
   double cumulative = 0;
   for (const auto& [key, v] : rows) {
     const auto& [calls, kernels, us] = v;
@@ -104,10 +102,10 @@ Table ops_summary_table(const StageAnalysis& a) {
 }
 
 Table by_category_table(const StageAnalysis& a) {
-  Table t{"ops_summary_by_category",
-          {"op category", "operation_count", "num_kernels", "Kernel Time (µs)_sum",
-           "Percentage (%)"},
-          {}};
+  Table t{
+      "ops_summary_by_category",
+      {"op category", "operation_count", "num_kernels", "Kernel Time (µs)_sum", "Percentage (%)"},
+      {}};
   std::map<std::string, std::tuple<size_t, size_t, double>> by_cat;
   for (const auto& c : a.calls) {
     auto& [calls, kernels, us] = by_cat[c.category];
@@ -117,23 +115,38 @@ Table by_category_table(const StageAnalysis& a) {
   }
   std::vector<std::pair<std::string, std::tuple<size_t, size_t, double>>> rows(by_cat.begin(),
                                                                                by_cat.end());
-  std::stable_sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
-    return std::get<2>(x.second) > std::get<2>(y.second);
-  });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](auto& x, auto& y) { return std::get<2>(x.second) > std::get<2>(y.second); });
   for (const auto& [cat, v] : rows) {
     const auto& [calls, kernels, us] = v;
-    t.rows.push_back({text(cat), count(calls), count(kernels), num(us), num(pct(us, a.total_gpu_us))});
+    t.rows.push_back(
+        {text(cat), count(calls), count(kernels), num(us), num(pct(us, a.total_gpu_us))});
   }
   return t;
 }
 
 Table kernel_table(const StageAnalysis& a) {
   Table t{"kernel_summary",
-          {"name", "normalized_name", "kernel_category", "family", "calls", "Kernel Time (µs)_sum",
-           "Kernel Time (µs)_mean", "Kernel Time (µs)_median", "Kernel Time (µs)_min",
-           "Kernel Time (µs)_max", "Percentage (%)", "launching_op", "modelled_calls",
-           "Compute Spec", "Roofline Bound", "FLOPS/Byte", "TFLOPS/s_mean", "TB/s_mean",
-           "Pct Roofline_mean", "Roofline Time (µs)"},
+          {"name",
+           "normalized_name",
+           "kernel_category",
+           "family",
+           "calls",
+           "Kernel Time (µs)_sum",
+           "Kernel Time (µs)_mean",
+           "Kernel Time (µs)_median",
+           "Kernel Time (µs)_min",
+           "Kernel Time (µs)_max",
+           "Percentage (%)",
+           "launching_op",
+           "modelled_calls",
+           "Compute Spec",
+           "Roofline Bound",
+           "FLOPS/Byte",
+           "TFLOPS/s_mean",
+           "TB/s_mean",
+           "Pct Roofline_mean",
+           "Roofline Time (µs)"},
           {}};
   for (const auto& k : a.kernels) {
     std::vector<double> d = k.durations_us;
@@ -145,15 +158,25 @@ Table kernel_table(const StageAnalysis& a) {
       if (n > top_n) top_op = op, top_n = n;
     }
     const bool m = k.modelled > 0 && !k.bound.empty();
-    t.rows.push_back({text(k.name), text(parsed.normalized),
+    t.rows.push_back({text(k.name),
+                      text(parsed.normalized),
                       text(std::string(sources::to_string(parsed.category))),
-                      text(std::string(sources::to_string(parsed.family))), count(s.count),
-                      num(k.total_us), num(s.mean), num(s.median), num(s.min), num(s.max),
-                      num(pct(k.total_us, a.total_gpu_us)), text(top_op), count(k.modelled),
-                      m ? text(k.compute_spec) : Cell{}, m ? text(k.bound) : Cell{},
+                      text(std::string(sources::to_string(parsed.family))),
+                      count(s.count),
+                      num(k.total_us),
+                      num(s.mean),
+                      num(s.median),
+                      num(s.min),
+                      num(s.max),
+                      num(pct(k.total_us, a.total_gpu_us)),
+                      text(top_op),
+                      count(k.modelled),
+                      m ? text(k.compute_spec) : Cell{},
+                      m ? text(k.bound) : Cell{},
                       m ? num(k.arithmetic_intensity) : Cell{},
                       m ? num(k.mean_achieved_tflops) : Cell{},
-                      m ? num(k.mean_achieved_tbps) : Cell{}, m ? num(k.mean_pct_roofline) : Cell{},
+                      m ? num(k.mean_achieved_tbps) : Cell{},
+                      m ? num(k.mean_pct_roofline) : Cell{},
                       m ? num(k.roofline_time_us) : Cell{}});
   }
   return t;
@@ -195,11 +218,11 @@ std::vector<Table> category_tables(const StageAnalysis& a) {
       const auto [mn, mx] = std::minmax_element(g->call_us.begin(), g->call_us.end());
       const PerfCells p = perf_cells(*g);
       const double n = static_cast<double>(g->calls);
-      for (Cell c : {count(g->calls), kernels_per_call(*g), num(g->total_us), num(g->total_us / n),
-                     num(*mn), num(*mx), num(pct(g->total_us, a.total_gpu_us)), p.gflops, p.mb,
-                     p.ai, p.tflops, p.tbps, p.spec,
-                     g->cost && g->first.peak_tflops > 0 ? num(g->first.peak_tflops) : Cell{},
-                     p.bound, p.pct_roof, p.roof_time, Cell{g->cost.has_value()}}) {
+      for (Cell c :
+           {count(g->calls), kernels_per_call(*g), num(g->total_us), num(g->total_us / n), num(*mn),
+            num(*mx), num(pct(g->total_us, a.total_gpu_us)), p.gflops, p.mb, p.ai, p.tflops, p.tbps,
+            p.spec, g->cost && g->first.peak_tflops > 0 ? num(g->first.peak_tflops) : Cell{},
+            p.bound, p.pct_roof, p.roof_time, Cell{g->cost.has_value()}}) {
         row.push_back(std::move(c));
       }
       t.rows.push_back(std::move(row));
@@ -221,12 +244,26 @@ Table simple_summary_table(const StageAnalysis& a) {
     }
     if (!params.empty()) params_json = pj.dump();  // keys sorted, compact: as Magpie writes it
     const PerfCells p = perf_cells(g);
-    t.rows.push_back({text(g.category), text(g.name), text(signature), count(g.calls),
-                      kernels_per_call(g), text(fmt::format("{:.6g}", g.total_us / 1e3)),
+    t.rows.push_back({text(g.category),
+                      text(g.name),
+                      text(signature),
+                      count(g.calls),
+                      kernels_per_call(g),
+                      text(fmt::format("{:.6g}", g.total_us / 1e3)),
                       num(pct(g.total_us, a.total_gpu_us)),
-                      num(g.total_us / static_cast<double>(g.calls)), p.gflops, p.mb, p.ai,
-                      p.tflops, p.tbps, p.spec, p.bound, p.pct_roof, p.roof_time,
-                      Cell{g.cost.has_value()}, text(params_json), text(g.input_dims),
+                      num(g.total_us / static_cast<double>(g.calls)),
+                      p.gflops,
+                      p.mb,
+                      p.ai,
+                      p.tflops,
+                      p.tbps,
+                      p.spec,
+                      p.bound,
+                      p.pct_roof,
+                      p.roof_time,
+                      Cell{g.cost.has_value()},
+                      text(params_json),
+                      text(g.input_dims),
                       text(g.input_type)});
   }
   return t;
@@ -235,12 +272,27 @@ Table simple_summary_table(const StageAnalysis& a) {
 }  // namespace
 
 const std::vector<std::string>& simple_summary_columns() {
-  static const std::vector<std::string> kColumns{
-      "source_category", "op_name", "param_signature", "operation_count", "num_kernels",
-      "kernel_time_ms_sum", "time_pct", "kernel_time_us_mean", "gflops", "data_moved_mb",
-      "arithmetic_intensity_flops_per_byte", "achieved_tflops_mean", "achieved_tbps_mean",
-      "compute_spec", "roofline_bound", "pct_roofline_mean", "roofline_time_us", "has_perf_model",
-      "params_json", "input_dims", "input_type"};
+  static const std::vector<std::string> kColumns{"source_category",
+                                                 "op_name",
+                                                 "param_signature",
+                                                 "operation_count",
+                                                 "num_kernels",
+                                                 "kernel_time_ms_sum",
+                                                 "time_pct",
+                                                 "kernel_time_us_mean",
+                                                 "gflops",
+                                                 "data_moved_mb",
+                                                 "arithmetic_intensity_flops_per_byte",
+                                                 "achieved_tflops_mean",
+                                                 "achieved_tbps_mean",
+                                                 "compute_spec",
+                                                 "roofline_bound",
+                                                 "pct_roofline_mean",
+                                                 "roofline_time_us",
+                                                 "has_perf_model",
+                                                 "params_json",
+                                                 "input_dims",
+                                                 "input_type"};
   return kColumns;
 }
 

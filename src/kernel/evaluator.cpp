@@ -191,7 +191,7 @@ Command Evaluator::harness_command(const Evaluation& e, const std::string& mode,
   if (!e.spec.get_init_inputs_func.empty()) argv.insert(argv.end(), {"--init-inputs", e.spec.get_init_inputs_func});
   if (mode == "check") {
     argv.insert(argv.end(), {"--seeds", std::to_string(c.seeds)});
-    if (opt_.baseline != nullptr && opt_.baseline != &e.spec && !opt_.baseline->bench_target.empty()) {
+    if (opt_.baseline != nullptr && opt_.baseline->id != e.spec.id && !opt_.baseline->bench_target.empty()) {
       argv.insert(argv.end(), {"--baseline", target_spec(opt_.baseline->bench_target), "--baseline-dir",
                                opt_.baseline->working_dir.string()});
     }
@@ -224,7 +224,10 @@ void Evaluator::check_correctness(Evaluation& e) const {
       for (const auto& err : e.correctness_detail.value("errors", std::vector<std::string>{})) st.errors.push_back(err);
       scope.push_back(e.correctness_detail.value("scope", "numerical check"));
       if (e.correctness_detail.value("finiteness_only", false)) {
-        st.notes.push_back("no baseline: only finiteness (no NaN/Inf) and input immutability were checked");
+        bool is_baseline = opt_.baseline != nullptr && opt_.baseline->id == e.spec.id;
+        st.notes.push_back(is_baseline ? "this is the baseline the others are checked against; itself checked only "
+                                         "for finiteness (no NaN/Inf) and input immutability"
+                                       : "no baseline: only finiteness (no NaN/Inf) and input immutability were checked");
       }
       ok = ok && e.correctness_detail.value("success", false);
     } catch (const std::exception& ex) {

@@ -10,12 +10,8 @@ namespace magpie::report {
 
 std::string format_number(double v) {
   if (!std::isfinite(v)) return "";
-  if (v != 0 && std::fabs(v) < 1e-3) return fmt::format("{:.6g}", v);
-  std::string s = fmt::format("{:.6f}", v);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  if (s == "-0") s = "0";
-  return s;
+  if (v == 0) return "0";
+  return fmt::format("{}", v);  // shortest text that reads back as the same double
 }
 
 std::string format_cell(const Cell& cell) {

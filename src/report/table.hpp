@@ -16,8 +16,8 @@ struct Table {
   std::vector<std::vector<Cell>> rows;
 };
 
-// CSV text of a cell: "" for none, doubles with up to 6 decimals (6
-// significant digits below 0.001), bools as True/False like pandas.
+// CSV text of a cell: "" for none, doubles as the shortest text that reads
+// back exactly (as Python's repr), bools as True/False like pandas.
 std::string format_cell(const Cell& cell);
 std::string format_number(double v);
 // RFC 4180 CSV with a header row.

@@ -20,7 +20,8 @@ namespace {
 
 std::string sheet_name(const std::string& name, std::set<std::string>& used) {
   std::string base;
-  for (char c : name) base += std::string_view("[]:*?/\\").find(c) == std::string_view::npos ? c : '_';
+  for (char c : name)
+    base += std::string_view("[]:*?/\\").find(c) == std::string_view::npos ? c : '_';
   if (base.empty()) base = "sheet";
   base = base.substr(0, 31);
   std::string candidate = base;
@@ -68,8 +69,8 @@ void write_xlsx(const std::filesystem::path& path, const std::vector<const Table
     worksheet_freeze_panes(ws, 1, 0);
   }
   if (lxw_error err = workbook_close(wb); err != LXW_NO_ERROR) {
-    throw Error(ErrorKind::kInternal, fmt::format("writing the workbook failed: {}", lxw_strerror(err)),
-                file);
+    throw Error(ErrorKind::kInternal,
+                fmt::format("writing the workbook failed: {}", lxw_strerror(err)), file);
   }
 }
 

@@ -71,7 +71,7 @@ nlohmann::json client_overhead_json(const ServingMetrics& m, const LoadResult& r
   return {{"scheduled_to_sent_ms", {{"mean", m.client_overhead.mean_ms},
                                     {"p50", m.client_overhead.percentiles_ms.count(50) ? m.client_overhead.percentiles_ms.at(50) : 0.0},
                                     {"p99", m.client_overhead.percentiles_ms.count(99) ? m.client_overhead.percentiles_ms.at(99) : 0.0}}},
-          {"first_byte_to_record_ms", {{"mean", lag_stats.mean_ms},
+          {"read_to_record_ms", {{"mean", lag_stats.mean_ms},
                                        {"p50", lag_stats.percentiles_ms[50]},
                                        {"p99", lag_stats.percentiles_ms[99]}}},
           {"client_queue_time_ms", {{"mean", m.client_queue.mean_ms},

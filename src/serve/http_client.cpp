@@ -33,7 +33,9 @@ struct StreamingHttpClient::Impl : std::enable_shared_from_this<StreamingHttpCli
     std::unique_ptr<http::response_parser<http::buffer_body>> parser;
     std::chrono::milliseconds timeout{};
     StreamHandlers handlers;
-    std::vector<char> chunk = std::vector<char>(64 * 1024);
+    // Uninitialised: zeroing a buffer per request showed up in profiles.
+    static constexpr size_t kChunkSize = 16 * 1024;
+    std::unique_ptr<char[]> chunk{new char[kChunkSize]};
     bool got_bytes = false;
     bool retried = false;
     bool finished = false;
@@ -102,15 +104,15 @@ struct StreamingHttpClient::Impl : std::enable_shared_from_this<StreamingHttpCli
   void read_body(const std::shared_ptr<Exchange>& ex) {
     if (ex->parser->is_done()) return complete(ex);
     auto& body = ex->parser->get().body();
-    body.data = ex->chunk.data();
-    body.size = ex->chunk.size();
+    body.data = ex->chunk.get();
+    body.size = Exchange::kChunkSize;
     http::async_read_some(ex->conn->stream, ex->conn->buffer, *ex->parser,
                           [this, ex](beast::error_code ec, size_t) {
                             auto now = Clock::now();
                             if (ec == http::error::need_buffer) ec = {};
-                            size_t got = ex->chunk.size() - ex->parser->get().body().size;
+                            size_t got = Exchange::kChunkSize - ex->parser->get().body().size;
                             if (got > 0 && ex->handlers.on_body)
-                              ex->handlers.on_body(std::string_view(ex->chunk.data(), got), now);
+                              ex->handlers.on_body(std::string_view(ex->chunk.get(), got), now);
                             if (ec) return transport_failure(ex, ec, "read body");
                             read_body(ex);
                           });

@@ -144,10 +144,10 @@ class Run {
       }
       live->parser.feed(bytes, t, live->events);
       if (live->events.empty()) return;
-      for (const auto& ev : live->events) live->reader.on_event(ev);
+      for (auto& ev : live->events) live->reader.on_event(ev);
       if (phase_ == Phase::kMeasure) {
         auto now = Clock::now();
-        for (const auto& ev : live->events) result_.record_lag_s.push_back(secs(now - ev.first_byte).count());
+        for (const auto& ev : live->events) result_.record_lag_s.push_back(secs(now - ev.complete).count());
       }
       live->events.clear();
     };
@@ -171,16 +171,24 @@ class Run {
                   : end.kind == K::kConnectFailed ? FailureReason::kConnectFailed
                   : end.kind == K::kCancelled     ? FailureReason::kCancelled
                                                   : FailureReason::kTransport;
+      // A 200 stream cut off by the peer is a stream that ended without [DONE].
+      if (r.failure == FailureReason::kTransport && r.http_status == 200)
+        r.failure = FailureReason::kIncompleteStream;
       r.error = end.message;
     }
     --in_flight_;
     auto now = Clock::now();
+    // A dead server fails requests faster than the watchdog ticks: look now.
+    bool lost_server = !r.success && (r.failure == FailureReason::kConnectFailed ||
+                                      r.failure == FailureReason::kTransport ||
+                                      r.failure == FailureReason::kIncompleteStream);
     if (!r.warmup) {
       last_done_ = now;
       if (o_.on_record) o_.on_record(r);
       if (!r.success) ++failed_;
       result_.records.push_back(std::move(r));
     }
+    if (lost_server && !stopping_) check();
     if (stopping_) {
       maybe_stop_io();
       return;

@@ -2,61 +2,138 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace magpie::serve {
 
 namespace {
 
-size_t text_length(const nlohmann::json& choice) {
-  size_t n = 0;
-  auto add = [&](const char* key, const nlohmann::json& obj) {
-    if (auto it = obj.find(key); it != obj.end() && it->is_string()) n += it->get_ref<const std::string&>().size();
-  };
-  add("text", choice);  // /v1/completions
-  if (auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
-    add("content", *d);  // /v1/chat/completions
-    add("reasoning", *d);
-    add("reasoning_content", *d);
+namespace sj = simdjson::ondemand;
+
+// What one event says, read with simdjson On-Demand: the client parses every
+// chunk of every stream, and a DOM parse per chunk was most of its CPU time.
+struct EventFacts {
+  bool has_choice = false;
+  size_t text_chars = 0;
+  bool has_error = false;
+  std::string error;
+  int64_t completion_tokens = -1, prompt_tokens = -1;
+};
+
+size_t string_length(sj::value v) {
+  std::string_view s;
+  return v.get_string().get(s) ? 0 : s.size();
+}
+
+bool read_choice(sj::value v, EventFacts& f) {
+  sj::object c;
+  if (v.get_object().get(c)) return true;  // not an object: counts, carries no text
+  for (auto field_result : c) {
+    sj::field field;
+    if (field_result.get(field)) return false;
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    if (key == "text") {
+      f.text_chars += string_length(field.value());
+    } else if (key == "delta") {
+      sj::object d;
+      if (field.value().get_object().get(d)) continue;
+      for (auto dr : d) {
+        sj::field df;
+        if (dr.get(df)) return false;
+        std::string_view dk;
+        if (df.unescaped_key().get(dk)) return false;
+        if (dk == "content" || dk == "reasoning" || dk == "reasoning_content") f.text_chars += string_length(df.value());
+      }
+    }
   }
-  return n;
+  return true;
+}
+
+// False when the event is not a well-formed JSON object.
+bool read_event(std::string& data, EventFacts& f) {
+  thread_local sj::parser parser;
+  data.reserve(data.size() + simdjson::SIMDJSON_PADDING);
+  simdjson::padded_string_view view(data.data(), data.size(), data.capacity());
+  sj::document doc;
+  if (parser.iterate(view).get(doc)) return false;
+  sj::object obj;
+  if (doc.get_object().get(obj)) return false;
+  for (auto field_result : obj) {
+    sj::field field;
+    if (field_result.get(field)) return false;
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    sj::value v = field.value();
+    if (key == "error") {
+      if (v.is_null()) continue;
+      f.has_error = true;
+      sj::object eo;
+      std::string_view msg;
+      if (!v.get_object().get(eo)) {
+        if (!eo.find_field_unordered("message").get_string().get(msg)) f.error = std::string(msg);
+        else f.error = "error event";
+      } else if (!v.get_string().get(msg)) {
+        f.error = std::string(msg);
+      } else {
+        f.error = "error event";
+      }
+    } else if (key == "usage") {
+      sj::object u;
+      if (v.get_object().get(u)) continue;  // "usage": null
+      for (auto ur : u) {
+        sj::field uf;
+        if (ur.get(uf)) return false;
+        std::string_view uk;
+        if (uf.unescaped_key().get(uk)) return false;
+        int64_t n = 0;
+        if (uk == "completion_tokens" && !uf.value().get_int64().get(n)) f.completion_tokens = n;
+        else if (uk == "prompt_tokens" && !uf.value().get_int64().get(n)) f.prompt_tokens = n;
+      }
+    } else if (key == "choices") {
+      sj::array a;
+      if (v.get_array().get(a)) continue;
+      for (auto el : a) {
+        sj::value ev;
+        if (el.get(ev)) return false;
+        f.has_choice = true;
+        if (!read_choice(ev, f)) return false;
+        break;  // choices[0] only, as vLLM's client reads it
+      }
+    }
+  }
+  return doc.at_end();
 }
 
 }  // namespace
 
-bool OpenAiStreamReader::on_event(const SseEvent& event) {
+bool OpenAiStreamReader::on_event(SseEvent& event) {
   if (done_) return false;
   if (event.data == "[DONE]") {
     done_ = true;
     return false;
   }
-  auto j = nlohmann::json::parse(event.data, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  EventFacts f;
+  std::string shown = event.data.substr(0, 200);
+  if (!read_event(event.data, f)) {
     failure_ = FailureReason::kMalformedSse;
-    error_ = fmt::format("event data is not a JSON object: {:.200}", event.data);
+    error_ = fmt::format("event data is not a JSON object: {}", shown);
     done_ = true;
     return false;
   }
-  if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
+  if (f.has_error) {
     failure_ = FailureReason::kStreamError;
-    const auto& msg = e->is_object() && e->contains("message") ? (*e)["message"] : *e;
-    error_ = msg.is_string() ? msg.get<std::string>() : msg.dump();
+    error_ = std::move(f.error);
     done_ = true;
     return false;
   }
-  const nlohmann::json* usage = nullptr;
-  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    usage = &*u;
-    if (auto c = u->find("completion_tokens"); c != u->end() && c->is_number_integer())
-      completion_tokens_ = c->get<int64_t>();
-    if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer())
-      prompt_tokens_ = p->get<int64_t>();
-  }
-  if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+  if (f.completion_tokens >= 0) completion_tokens_ = f.completion_tokens;
+  if (f.prompt_tokens >= 0) prompt_tokens_ = f.prompt_tokens;
+  if (f.has_choice) {
     chunk_times_.push_back(event.first_byte);
-    output_chars_ += text_length(c->front());
-    if (usage && completion_tokens_ >= 0) {
-      chunk_tokens_.push_back(static_cast<int32_t>(completion_tokens_));
+    output_chars_ += f.text_chars;
+    if (f.completion_tokens >= 0) {
+      chunk_tokens_.push_back(static_cast<int32_t>(f.completion_tokens));
     } else {
       per_chunk_usage_ = false;
     }

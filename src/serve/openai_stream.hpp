@@ -16,7 +16,8 @@ namespace magpie::serve {
 class OpenAiStreamReader {
  public:
   // Returns false once the stream is terminal ([DONE] or an error event).
-  bool on_event(const SseEvent& event);
+  // May pad `event.data` in place (the JSON parser reads past the end).
+  bool on_event(SseEvent& event);
   // After the transport finished cleanly: fills the outcome fields of `record`
   // (success/failure, ttft, itl, latency, tokens) relative to `start`.
   void finish(Clock::time_point start, bool parser_has_partial, RequestRecord& record) const;

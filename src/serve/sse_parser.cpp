@@ -24,6 +24,7 @@ void SseParser::feed(std::string_view bytes, Clock::time_point arrival,
 
 void SseParser::feed_content(std::string_view bytes, Clock::time_point arrival,
                              std::vector<SseEvent>& out) {
+  arrival_ = arrival;
   size_t pos = 0;
   if (skip_lf_ && !bytes.empty()) {
     if (bytes[0] == '\n') pos = 1;
@@ -70,7 +71,7 @@ void SseParser::process_line(std::string_view line, std::vector<SseEvent>& out) 
   if (line.empty()) {  // blank line: dispatch
     if (has_data_) {
       if (!data_.empty() && data_.back() == '\n') data_.pop_back();
-      out.push_back(SseEvent{std::move(data_), std::move(event_), event_start_});
+      out.push_back(SseEvent{std::move(data_), std::move(event_), event_start_, arrival_});
     }
     data_.clear();
     event_.clear();

@@ -17,6 +17,7 @@ struct SseEvent {
   std::string data;   // data lines joined by '\n' (the trailing '\n' removed)
   std::string event;  // the `event:` field, empty when absent
   Clock::time_point first_byte;
+  Clock::time_point complete;  // arrival of the read that completed the event
 };
 
 class SseParser {
@@ -47,6 +48,7 @@ class SseParser {
   std::string event_;
   bool has_data_ = false;
   Clock::time_point event_start_{};
+  Clock::time_point arrival_{};
   size_t bytes_seen_ = 0;
 };
 

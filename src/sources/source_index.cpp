@@ -52,7 +52,13 @@ void scan_files(const std::vector<detail::SourceFile>& files, std::atomic<size_t
 
 SourceIndex SourceIndex::build(const std::vector<std::filesystem::path>& repos, unsigned threads) {
   auto impl = std::make_shared<Impl>();
-  for (const auto& repo : repos) impl->repos.push_back(detail::normalize_repo_root(repo));
+  for (const auto& repo : repos) {
+    std::string root = detail::normalize_repo_root(repo);
+    // The same repository twice would make every kernel in it ambiguous.
+    if (std::find(impl->repos.begin(), impl->repos.end(), root) == impl->repos.end()) {
+      impl->repos.push_back(std::move(root));
+    }
+  }
   const std::vector<detail::SourceFile> files = detail::list_source_files(impl->repos);
   impl->files.reserve(files.size());
   for (const auto& f : files) impl->files.emplace_back(f.repo, f.relative);

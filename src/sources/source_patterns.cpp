@@ -31,12 +31,15 @@ struct PatternSpec {
   unsigned flags;
 };
 
-// Every pattern ends right after a delimiter that follows the identifier we
-// want, so the end offset alone locates it (no start-of-match tracking, which
-// would slow Hyperscan down) and each occurrence reports one end.
+// Each pattern ends just past the delimiter after the identifier we want (or
+// at a keyword whose rest is read in code), so the end offset alone locates it:
+// no start-of-match tracking, which would slow Hyperscan down.
 constexpr std::array<PatternSpec, kPatternCount> kPatterns = {{
-    // __global__, then return type, qualifiers, attributes, line breaks, up to "NAME(".
-    {R"(__global__(?:[\s\w:<>,*&]|__launch_bounds__\s*\([^()]*\))*\()", 0},
+    // __global__, then return type, qualifiers, line breaks and attribute or
+    // ALL_CAPS macro calls (C10_LAUNCH_BOUNDS_1(128)), up to "NAME(".
+    {R"(__global__(?:[\s\w:<>,*&]|(?:[A-Z][A-Z0-9_]*|__launch_bounds__|__attribute__)\s*)"
+     R"(\((?:[^()]|\([^()]*\))*\))*\()",
+     0},
     {R"(^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\()", HS_FLAG_MULTILINE},
     {R"(@triton\.(?:jit|autotune|heuristics)\b)", 0},
     {R"(^[ \t]*@jit\b)", HS_FLAG_MULTILINE},
@@ -94,6 +97,17 @@ bool is_attribute_keyword(std::string_view name) {
       "__launch_bounds__", "__attribute__", "__declspec", "alignas",
       "__align__",         "decltype",      "__global__"};
   return std::find(kKeywords.begin(), kKeywords.end(), name) != kKeywords.end();
+}
+
+// An attribute-like macro (C10_LAUNCH_BOUNDS_1, __launch_bounds__) between
+// __global__ and the kernel's name, not the name itself.
+bool is_attribute_like(std::string_view name) {
+  const bool macro_case = std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+  if (macro_case && name.find('_') != std::string_view::npos) return true;
+  return is_attribute_keyword(name);
 }
 
 // Start of "NAME" in "NAME<T, U<V>> <<<"; returns the launch's identifier.
@@ -282,7 +296,7 @@ void DefinitionScanner::scan(std::string_view t, SourceLanguage language, Scratc
     switch (id) {
       case kPatGlobal:
         span = identifier_before(t, to - 1);
-        if (span.empty() || is_attribute_keyword(t.substr(span.begin, span.end - span.begin)) ||
+        if (span.empty() || is_attribute_like(t.substr(span.begin, span.end - span.begin)) ||
             is_declaration(t, to - 1)) {
           continue;
         }

@@ -99,6 +99,19 @@ simdjson::error_code field_key(od::field& field, std::string_view& key) {
   return field.unescaped_key().get(key);
 }
 
+// A string value without copying it when it has no escapes (the common case:
+// kernel names are long, and unescaping copies them). Escaped strings are
+// unescaped into the parser's buffer as usual.
+simdjson::error_code string_value(od::value v, std::string_view& out) {
+  std::string_view tok = v.raw_json_token();
+  if (tok.empty() || tok.front() != '"') return v.get_string().get(out);
+  size_t end = tok.find_last_of('"');
+  std::string_view body = tok.substr(1, end == 0 ? 0 : end - 1);
+  if (end == 0 || body.find('\\') != std::string_view::npos) return v.get_string().get(out);
+  out = body;
+  return simdjson::SUCCESS;
+}
+
 // Everything one event contributes, as views into the parser's buffers.
 struct RawEvent {
   std::string_view ph, cat, name, pid_str, tid_str, ts_tok, dur_tok;
@@ -175,7 +188,7 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
     } else if (key == "Concrete Inputs") {
       ev.concrete_inputs = raw_array(v);
     } else if (key == "kernel") {
-      if (!v.get_string().get(ev.kernel_name)) ev.has_kernel_detail = true;
+      if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
     } else if (key == "Collective name") {
       if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = true;
     } else if (key == "name") {
@@ -204,15 +217,15 @@ simdjson::error_code read_event(od::object obj, bool include_python, RawEvent& e
     if (auto err = field_key(field, key)) return err;
     od::value v = field.value();
     if (key == "ph") {
-      if (auto err = v.get_string().get(ev.ph)) return err;
+      if (auto err = string_value(v, ev.ph)) return err;
     } else if (key == "cat") {
-      if (auto err = v.get_string().get(ev.cat)) return err;
+      if (auto err = string_value(v, ev.cat)) return err;
       if (!include_python && ev.cat == "python_function") {
         keep = false;
         return simdjson::SUCCESS;  // the array iterator skips the rest of this object
       }
     } else if (key == "name") {
-      if (v.get_string().get(ev.name)) ev.name = v.raw_json_token();
+      if (string_value(v, ev.name)) ev.name = v.raw_json_token();
     } else if (key == "ts") {
       ev.ts_tok = v.raw_json_token();
     } else if (key == "dur") {
@@ -312,10 +325,6 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
   std::memcpy(scratch.data() + 1, region.data(), region.size());
   scratch[len - 1] = ']';
   std::memset(scratch.data() + len, 0, simdjson::SIMDJSON_PADDING);
-  if (!simdjson::validate_utf8(scratch.data(), len)) {
-    repair_utf8(scratch.data(), len);  // names with invalid bytes become '?': keep the event
-    ++out.stats.invalid_utf8_chunks;
-  }
   auto fail = [&](simdjson::error_code err, od::document& doc) {
     out.failed = true;
     out.error = simdjson::error_message(err);
@@ -325,9 +334,16 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
     }
   };
   od::document doc;
-  if (auto err = parser.iterate(scratch.data(), len, scratch.size()).get(doc)) {
+  auto iterate_error = parser.iterate(scratch.data(), len, scratch.size()).get(doc);
+  if (iterate_error == simdjson::UTF8_ERROR) {
+    // Stage 1 validates UTF-8 for us; only a failing chunk pays for repair.
+    repair_utf8(scratch.data(), len);  // names with invalid bytes become '?': keep the event
+    ++out.stats.invalid_utf8_chunks;
+    iterate_error = parser.iterate(scratch.data(), len, scratch.size()).get(doc);
+  }
+  if (iterate_error) {
     out.failed = true;
-    out.error = simdjson::error_message(err);
+    out.error = simdjson::error_message(iterate_error);
     return;
   }
   od::array arr;

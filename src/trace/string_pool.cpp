@@ -8,6 +8,29 @@ namespace {
 constexpr size_t kBlockSize = 1 << 20;
 }
 
+size_t StringViewHash::operator()(std::string_view s) const noexcept {
+  constexpr uint64_t kMul1 = 0x9E3779B97F4A7C15ull, kMul2 = 0xC2B2AE3D27D4EB4Full;
+  uint64_t a = kMul1 ^ s.size(), b = kMul2;
+  const char* p = s.data();
+  size_t n = s.size();
+  for (; n >= 16; p += 16, n -= 16) {
+    uint64_t x, y;
+    std::memcpy(&x, p, 8);
+    std::memcpy(&y, p + 8, 8);
+    a = (a ^ x) * kMul2;
+    b = (b ^ y) * kMul1;
+    a ^= a >> 31;
+    b ^= b >> 29;
+  }
+  uint64_t x = 0, y = 0;
+  std::memcpy(&x, p, n < 8 ? n : 8);
+  if (n > 8) std::memcpy(&y, p + 8, n - 8);
+  a = (a ^ x) * kMul2;
+  b = (b ^ y) * kMul1;
+  uint64_t h = (a ^ (b >> 32) ^ (b << 32)) * kMul1;
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
 StringPool::StringPool() {
   views_.emplace_back();
   index_.emplace(std::string_view{}, kEmptyString);

@@ -14,6 +14,12 @@ namespace magpie::trace {
 using StringId = uint32_t;
 inline constexpr StringId kEmptyString = 0;
 
+// Kernel names run to hundreds of bytes and every event's name is looked up:
+// a two-lane multiply-xor hash is several times faster than std::hash here.
+struct StringViewHash {
+  size_t operator()(std::string_view s) const noexcept;
+};
+
 class StringPool {
  public:
   StringPool();
@@ -31,7 +37,7 @@ class StringPool {
 
  private:
   char* allocate(size_t n);
-  std::unordered_map<std::string_view, StringId> index_;
+  std::unordered_map<std::string_view, StringId, StringViewHash> index_;
   std::vector<std::string_view> views_;
   std::deque<std::unique_ptr<char[]>> blocks_;  // stable storage; views point here
   char* block_cursor_ = nullptr;

@@ -39,7 +39,16 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   if (looks_like_rocprof_json(head)) {
     trace = parse_rocprof_json(text, path.string());
   } else if (looks_like_rocprof_csv(head)) {
-    trace = parse_rocprof_csv(text.view(), path.string());
+    // rocprofv3 writes <prefix>_agent_info.csv beside the kernel trace; with it
+    // the CSV's agent ids become real GPU indices and devices get names.
+    std::string agent_info;
+    std::string file = path.filename().string();
+    if (auto at = file.rfind("_kernel_trace.csv"); at != std::string::npos) {
+      auto sibling = path.parent_path() / (file.substr(0, at) + "_agent_info.csv");
+      std::error_code ec;
+      if (fs::exists(sibling, ec)) agent_info = std::string(read_file(sibling).view());
+    }
+    trace = parse_rocprof_csv(text.view(), path.string(), agent_info);
   } else if (head[first] == '{' || head[first] == '[') {
     trace = parse_kineto(std::move(text), path.string(), options);
   } else {

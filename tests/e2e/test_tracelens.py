@@ -37,12 +37,17 @@ SIMPLE_COLUMNS = [
     "compute_spec", "roofline_bound", "pct_roofline_mean", "roofline_time_us", "has_perf_model",
     "params_json", "input_dims", "input_type"]
 
-# Dense datasheet peaks (REFERENCE.md §4): bf16/fp16 matrix, fp32 vector TFLOP/s; TB/s.
-PEAKS = {
-    "H100": {"matrix_bf16": 989, "matrix_fp16": 989, "vector_fp32": 67, "bw": 3.35},
-    "H200": {"matrix_bf16": 989, "matrix_fp16": 989, "vector_fp32": 67, "bw": 4.8},
-    "MI300X": {"matrix_bf16": 1307, "matrix_fp16": 1307, "vector_fp32": 163, "bw": 5.3},
-}
+# Dense datasheet peaks (REFERENCE.md §4; AMD's datasheets give MI300X 1307.4 and
+# 163.4 TFLOP/s, which the reference rounds): bf16/fp16 matrix and fp32 vector
+# TFLOP/s, TB/s. 16-bit vector work runs at the fp32 vector peak (PyTorch's
+# elementwise kernels compute in fp32; gpu_arch.hpp documents the fallback).
+def _peaks(matrix16, vector32, bw):
+    return {"matrix_bf16": matrix16, "matrix_fp16": matrix16, "vector_fp32": vector32,
+            "vector_bf16": vector32, "vector_fp16": vector32, "bw": bw}
+
+
+PEAKS = {"H100": _peaks(989, 67, 3.35), "H200": _peaks(989, 67, 4.8),
+         "MI300X": _peaks(1307.4, 163.4, 5.3)}
 LABEL = {"prefilldecode": "prefilldecode", "decode": "decode_only", "prefill": "prefill_only"}
 
 
@@ -206,10 +211,18 @@ def test_roofline_bound_matches_ridge_point(reports, name):
     for r in m["stage_results"].values():
         for row in read_csv(r["simple_summary_file"]):
             spec = row["compute_spec"]
-            if not row["roofline_bound"] or spec not in peaks:
+            if not row["roofline_bound"]:
                 continue
             flops = float(row["gflops"]) * 1e9
             nbytes = float(row["data_moved_mb"]) * 1024 * 1024
+            if spec == "":  # a dtype with no peak (integers): only the memory roof applies
+                assert row["roofline_bound"] == "memory", row
+                assert float(row["roofline_time_us"]) == pytest.approx(
+                    nbytes / (peaks["bw"] * 1e6), rel=1e-4, abs=1e-6)
+                checked += 1
+                continue
+            if spec not in peaks:
+                continue
             compute_us = flops / (peaks[spec] * 1e6)
             memory_us = nbytes / (peaks["bw"] * 1e6)
             if nbytes > 0 and flops > 0:

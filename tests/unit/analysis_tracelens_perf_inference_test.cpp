@@ -26,26 +26,33 @@ TEST(PagedAttention, NeedsDetailedAnnotation) {
   s.context = {4, 2048, 0, 0, 0, false};
   EXPECT_FALSE(paged_attention(s, 8, 8, 64, 64, 2, 2));
   // The op needs the step: without it, no model rather than a guess.
-  EXPECT_FALSE(model_for_inference_op("vllm::unified_attention_with_output",
-                                      {{32, 64, 64}, {32, 8, 64}, {32, 8, 64}, {32, 64, 64}},
-                                      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16",
-                                       "c10::BFloat16"},
-                                      "", nullptr));
+  EXPECT_FALSE(model_for_inference_op(
+      "vllm::unified_attention_with_output", {{32, 64, 64}, {32, 8, 64}, {32, 8, 64}, {32, 64, 64}},
+      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}, "", nullptr));
 }
 
 TEST(PagedAttention, UnifiedAttentionOpUsesStepAndHeads) {
   StepAnnotation s;
   s.generation = {32, 32, 55086, 32, 55086, true};
-  auto c = model_for_inference_op("vllm::unified_attention_with_output",
-                                  {{32, 64, 64}, {32, 8, 64}, {32, 8, 64}, {32, 64, 64}},
-                                  {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16",
-                                   "c10::BFloat16"},
-                                  "", &s);
+  auto c = model_for_inference_op(
+      "vllm::unified_attention_with_output", {{32, 64, 64}, {32, 8, 64}, {32, 8, 64}, {32, 64, 64}},
+      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}, "", &s);
   ASSERT_TRUE(c);
   EXPECT_DOUBLE_EQ(c->flops, 2.0 * 64 * 128 * 55086);
   EXPECT_DOUBLE_EQ(c->bytes, 32.0 * 64 * 128 * 2 + 55086.0 * 8 * 128 * 2);
   EXPECT_TRUE(c->matrix);
   EXPECT_EQ(c->category, "SDPA");
+}
+
+TEST(FlashAttn, DenseForwardIsSdpaInBnhdLayout) {
+  // q[2, 128, 16, 64], k/v[2, 128, 4, 64], causal: 2·B·Hq·N²·(d_qk + d_v)/2.
+  auto c = model_for_inference_op("flash_attn::_flash_attn_forward",
+                                  {{2, 128, 16, 64}, {2, 128, 4, 64}, {2, 128, 4, 64}, {}, {}},
+                                  {"c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"},
+                                  R"(["", "", "", "0.0", "0.125", "True"])", nullptr);
+  ASSERT_TRUE(c);
+  EXPECT_DOUBLE_EQ(c->flops, 2.0 * 16 * 128 * 128 * (64 + 64) * 2 / 2);
+  EXPECT_DOUBLE_EQ(c->bytes, (2.0 * 128 * 16 * 64 * 2 + 2.0 * 128 * 4 * 64 * 2) * 2);
 }
 
 TEST(EngineGemm, RocmUnquantizedGemmIsLinear) {
@@ -55,8 +62,9 @@ TEST(EngineGemm, RocmUnquantizedGemmIsLinear) {
   EXPECT_DOUBLE_EQ(c->flops, 2.0 * 8192 * 5120 * 2880 + 8192.0 * 5120);
   EXPECT_DOUBLE_EQ(c->bytes, (8192.0 * 2880 + 2880.0 * 5120 + 8192.0 * 5120 + 5120) * 2);
   EXPECT_EQ(c->category, "GEMM");
-  auto no_bias = model_for_inference_op("vllm::rocm_unquantized_gemm", {{46, 2880}, {201088, 2880}, {}},
-                                        {"c10::BFloat16", "c10::BFloat16", ""}, "", nullptr);
+  auto no_bias =
+      model_for_inference_op("vllm::rocm_unquantized_gemm", {{46, 2880}, {201088, 2880}, {}},
+                             {"c10::BFloat16", "c10::BFloat16", ""}, "", nullptr);
   ASSERT_TRUE(no_bias);
   EXPECT_DOUBLE_EQ(no_bias->flops, 2.0 * 46 * 201088 * 2880);
 }
@@ -73,17 +81,16 @@ TEST(EngineGemm, CutlassScaledMmFp8) {
 }
 
 TEST(EngineNorm, RmsNormAndFusedAdd) {
-  auto plain = model_for_inference_op("aiter::rms_norm", {{32, 2880}, {2880}, {}, {}},
-                                      {"c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"}, "",
-                                      nullptr);
+  auto plain =
+      model_for_inference_op("aiter::rms_norm", {{32, 2880}, {2880}, {}, {}},
+                             {"c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"}, "", nullptr);
   ASSERT_TRUE(plain);
   const double n = 32.0 * 2880;
   EXPECT_DOUBLE_EQ(plain->flops, 32.0 * (2 * 2880 + 2) + n * 2);
   EXPECT_DOUBLE_EQ(plain->bytes, n * 2 + n * 2 + 2880.0 * 2);
-  auto fused = model_for_inference_op("vllm::rocm_aiter_rmsnorm2d_fwd_with_add",
-                                      {{32, 2880}, {32, 2880}, {2880}, {}},
-                                      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar"},
-                                      "", nullptr);
+  auto fused = model_for_inference_op(
+      "vllm::rocm_aiter_rmsnorm2d_fwd_with_add", {{32, 2880}, {32, 2880}, {2880}, {}},
+      {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar"}, "", nullptr);
   ASSERT_TRUE(fused);
   EXPECT_DOUBLE_EQ(fused->flops, plain->flops + n);
   EXPECT_DOUBLE_EQ(fused->bytes, plain->bytes + 2 * n * 2);
@@ -113,7 +120,8 @@ TEST(EngineCache, ReshapeAndCacheMovesKvTwice) {
 }
 
 TEST(EngineOps, AtenStillGoesToTheBaseModels) {
-  auto mm = model_for_inference_op("aten::mm", {{16, 32}, {32, 8}}, {"float", "float"}, "", nullptr);
+  auto mm =
+      model_for_inference_op("aten::mm", {{16, 32}, {32, 8}}, {"float", "float"}, "", nullptr);
   ASSERT_TRUE(mm);
   EXPECT_DOUBLE_EQ(mm->flops, 2.0 * 16 * 8 * 32);
   EXPECT_FALSE(model_for_inference_op("vllm::moe_forward", {{32, 3072}, {32, 32}},

@@ -1,11 +1,11 @@
 // Stage split, op attribution, graph-capture alignment and the report tables
 // on small hand-written Kineto traces whose answers are known.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
 
 #include "analysis/graph_capture_alignment.hpp"
 #include "analysis/roofline_table.hpp"
@@ -74,8 +74,8 @@ TEST(StageSplitter, AnnotatedDecodeStepsAndUnannotatedPrefill) {
 }
 
 TEST(StageSplitter, NoAnnotationsFallsBackToRepeatingPattern) {
-  trace::Trace t = parse("{\"traceEvents\":[" + forward(0, 8, 10, 5) + "," + forward(200, 1, 20, 5) +
-                         "," + forward(400, 1, 30, 5) + "]}");
+  trace::Trace t = parse("{\"traceEvents\":[" + forward(0, 8, 10, 5) + "," +
+                         forward(200, 1, 20, 5) + "," + forward(400, 1, 30, 5) + "]}");
   auto links = trace::link_trace(t);
   StageSplit s = split_stages(t, links);
   ASSERT_EQ(s.iterations.size(), 3u);
@@ -90,7 +90,8 @@ TEST(RooflineTable, GemmOpOnH200) {
   StageSplit s = split_stages(t, links);
   const Iteration& prefill = s.iterations[0];
   const GpuArch arch = *find_gpu_arch("H200", builtin_gpu_archs());
-  StageAnalysis a = analyze_stage({{&t, &links, nullptr, nullptr}, prefill.gpu_rows, &prefill.step, &arch});
+  StageAnalysis a =
+      analyze_stage({{&t, &links, nullptr, nullptr}, prefill.gpu_rows, &prefill.step, &arch});
   ASSERT_EQ(a.groups.size(), 1u);
   const OpGroup& g = a.groups[0];
   EXPECT_EQ(g.name, "aten::mm");
@@ -177,7 +178,8 @@ TEST(TraceLensReport, WritesManifestAndCompactCsv) {
   EXPECT_TRUE(m["stage_results"].contains("decode"));
   EXPECT_TRUE(m["stage_results"].contains("prefill"));
   EXPECT_FALSE(m["stage_results"].contains("prefilldecode"));
-  const auto simple = dir / "out/tracelens/decode_only_ISL1024_OSLunknown_CONC4_kernel_roofline_simple.csv";
+  const auto simple =
+      dir / "out/tracelens/decode_only_ISL1024_OSLunknown_CONC4_kernel_roofline_simple.csv";
   EXPECT_TRUE(std::filesystem::exists(simple));
   EXPECT_EQ(m["stage_results"]["decode"]["simple_summary_file"], simple.string());
   EXPECT_TRUE(std::filesystem::exists(dir / "out/tracelens/decode_only/GEMM.csv"));

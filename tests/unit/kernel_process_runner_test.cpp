@@ -47,8 +47,14 @@ TEST(ProcessRunner, TimeoutKillsTheWholeGroup) {
   pid_t child = 0;
   std::ifstream(d / "child.pid") >> child;
   ASSERT_GT(child, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(::kill(child, 0), 0) << "grandchild " << child << " survived the timeout";
+  // Dead means gone or a zombie waiting for its new parent to reap it.
+  auto alive = [child] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string pid, comm, state;
+    return static_cast<bool>(stat >> pid >> comm >> state) && state != "Z" && state != "X";
+  };
+  for (int i = 0; i < 100 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive()) << "grandchild " << child << " survived the timeout";
 }
 
 TEST(ProcessRunner, MissingCommandAndSignal) {

@@ -12,7 +12,9 @@ namespace magpie::report {
 namespace {
 
 TEST(ReportTable, CsvCellsAndNumbers) {
-  Table t{"x", {"a", "b", "c", "d"}, {{Cell{std::string("q,1")}, Cell{1.5}, Cell{int64_t{3}}, Cell{true}}}};
+  Table t{"x",
+          {"a", "b", "c", "d"},
+          {{Cell{std::string("q,1")}, Cell{1.5}, Cell{int64_t{3}}, Cell{true}}}};
   EXPECT_EQ(to_csv(t), "a,b,c,d\r\n\"q,1\",1.5,3,True\r\n");
   EXPECT_EQ(format_number(0.0), "0");
   EXPECT_EQ(format_number(1234567.25), "1234567.25");

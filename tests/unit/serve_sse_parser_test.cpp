@@ -141,7 +141,7 @@ RequestRecord run_stream(const std::string& s, bool transport_closed_cleanly = t
     p.feed(std::string_view(s).substr(pos, end - pos), t0 + std::chrono::milliseconds(k++), evs);
     pos = end;
   }
-  for (const auto& e : evs) r.on_event(e);
+  for (auto& e : evs) r.on_event(e);
   RequestRecord rec;
   r.finish(t0, p.has_partial(), rec);
   (void)transport_closed_cleanly;

@@ -41,8 +41,8 @@ TEST_F(SourceIndexTest, ScansEverySourceFileOnce) {
   EXPECT_EQ(index_->files_scanned(), 11u);  // README.md is not source
   EXPECT_GT(index_->bytes_scanned(), 3000u);
   EXPECT_EQ(index_->files_skipped(), 0u);
-  // 8 __global__ (one is the macro's parameter name), 5 Python defs, 1 class template.
-  EXPECT_EQ(index_->definitions(), 14u);
+  // 9 __global__ (one is the macro's parameter name), 5 Python defs, 1 class template.
+  EXPECT_EQ(index_->definitions(), 15u);
 }
 
 TEST_F(SourceIndexTest, TemplatedKernelSplitOverLinesIsExact) {
@@ -65,6 +65,14 @@ TEST_F(SourceIndexTest, HipKernelWithLaunchBoundsIsExact) {
   ASSERT_EQ(m.confidence, Confidence::kExact) << m.note;
   EXPECT_EQ(m.candidates[0].file, "csrc/rocm/attention.hip");
   EXPECT_EQ(m.candidates[0].line, 7);
+}
+
+TEST_F(SourceIndexTest, LaunchBoundsMacroBeforeTheNameIsSkipped) {
+  const SourceMatch m = find("void gelu_kernel(float*)");
+  ASSERT_EQ(m.confidence, Confidence::kExact) << m.note;
+  EXPECT_EQ(m.candidates[0].file, "csrc/activation_kernels.cu");
+  EXPECT_EQ(m.candidates[0].line, 11);
+  EXPECT_EQ(find("C10_LAUNCH_BOUNDS_1").confidence, Confidence::kNotFound);
 }
 
 TEST_F(SourceIndexTest, DeclarationsAreNotDefinitions) {
@@ -214,6 +222,12 @@ class TempRepo {
  private:
   fs::path root_;
 };
+
+TEST(SourceIndexBuildTest, RepositoryGivenTwiceIsIndexedOnce) {
+  const SourceIndex index = SourceIndex::build({fixture_repo(), fixture_repo() / "csrc" / ".."}, 2);
+  EXPECT_EQ(index.files_scanned(), 11u);
+  EXPECT_EQ(index.find(parse_kernel_name("_fwd_kernel")).confidence, Confidence::kExact);
+}
 
 TEST(SourceIndexBuildTest, SkipsVcsBuildAndVendorDirectoriesButKeepsThirdParty) {
   TempRepo repo("skip");

@@ -42,7 +42,7 @@ using F = KernelFamily;
 using C = KernelCategory;
 
 // clang-format off
-INSTANTIATE_TEST_SUITE_P(SharedTraces, KernelNameTableTest, ::testing::Values(
+INSTANTIATE_TEST_SUITE_P(KernelNames, KernelNameTableTest, ::testing::Values(
   // H200 / H100 Kineto (demangled by the profiler).
   NameCase{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, std::array<char*, 1ul> >(int, at::native::FillFunctor<int>, std::array<char*, 1ul>)",
            F::kAtenNative, C::kElementwise, "at::native::vectorized_elementwise_kernel", "vectorized_elementwise_kernel", true, "aten_native", "elementwise"},

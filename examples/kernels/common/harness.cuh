@@ -1,4 +1,4 @@
-// Shared by the CUDA examples: error checks, a cold-cache timing loop with
+// Shared by the CUDA examples: error checks, a cold-L2 timing loop with
 // CUDA events, and the MAGPIE_LATENCY_JSON line (docs/KERNEL_EVALUATION.md).
 #pragma once
 #include <cuda_runtime.h>
@@ -19,6 +19,18 @@
     }                                                                                        \
   } while (0)
 
+// Evicts L2 by reading a buffer twice its size: reads leave clean lines, so the
+// timed kernel pays no write-back for the flush (a memset would leave dirty ones).
+__global__ void flush_l2_by_reading(const int4* buf, size_t n, int* sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    int4 v = buf[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *sink = acc;  // never true for a zeroed buffer; keeps the loads alive
+}
+
 // Iterations from argv[1] (default 50).
 inline int iterations_from_args(int argc, char** argv) { return argc > 1 ? std::atoi(argv[1]) : 50; }
 
@@ -32,7 +44,9 @@ void time_and_report(Launch launch, int iters, const char* kernel_name) {
   CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   size_t flush_bytes = 2 * static_cast<size_t>(l2);
   void* flush = nullptr;
-  CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
+  CHECK_CUDA(cudaMalloc(&flush, flush_bytes + 64));
+  CHECK_CUDA(cudaMemset(flush, 0, flush_bytes + 64));
+  int* sink = reinterpret_cast<int*>(static_cast<char*>(flush) + flush_bytes);
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreate(&s));
   cudaEvent_t a, b;
@@ -42,7 +56,7 @@ void time_and_report(Launch launch, int iters, const char* kernel_name) {
   CHECK_CUDA(cudaStreamSynchronize(s));
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
-    CHECK_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, s));
+    flush_l2_by_reading<<<1024, 256, 0, s>>>(static_cast<const int4*>(flush), flush_bytes / 16, sink);
     CHECK_CUDA(cudaEventRecord(a, s));
     launch(s);
     CHECK_CUDA(cudaEventRecord(b, s));

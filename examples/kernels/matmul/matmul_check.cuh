@@ -29,10 +29,10 @@ int run_matmul(int argc, char** argv, Launch launch_kernel, const char* name) {
     int i = (x >> 8) % kN, j = (x >> 3) % kN;
     double ref = 0, mag = 0;
     for (int k = 0; k < kN; ++k) {
-      ref += static_cast<double>(a[size_t{i} * kN + k]) * b[size_t{k} * kN + j];
-      mag += std::fabs(static_cast<double>(a[size_t{i} * kN + k]) * b[size_t{k} * kN + j]);
+      ref += static_cast<double>(a[static_cast<size_t>(i) * kN + k]) * b[static_cast<size_t>(k) * kN + j];
+      mag += std::fabs(static_cast<double>(a[static_cast<size_t>(i) * kN + k]) * b[static_cast<size_t>(k) * kN + j]);
     }
-    double got = c[size_t{i} * kN + j];
+    double got = c[static_cast<size_t>(i) * kN + j];
     if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6)) ++bad;
   }
   if (bad) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# GPU validation of `magpie analyze|compare` (docs/GPU_VALIDATION.md). Run from
+# the repository root on a CUDA machine, with the magpie binary (and any shared
+# libraries it needs) in .kbin/. Writes logs and a tarball of reports to $OUT.
+set -u
+ROOT=$(pwd)
+OUTDIR=${OUT:-/tmp/magpie_validation_out}
+RES=/tmp/magpie_results
+mkdir -p "$OUTDIR" "$RES"
+exec > >(tee -a "$OUTDIR/validation.log") 2>&1
+step() { echo; echo "===== $* ($(date +%T))"; }
+V=$ROOT/examples/kernels/validation
+
+# Carried libraries: keep only the ones this machine lacks (torch must keep its own).
+for f in .kbin/lib/*; do ldconfig -p | grep -q " $(basename "$f") " && rm -f "$f"; done
+export LD_LIBRARY_PATH=$ROOT/.kbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+CUDA=/usr/local/cuda; [ -d $CUDA ] || CUDA=$(ls -d /usr/local/cuda-1* | head -1)
+export PATH=$CUDA/bin:$PATH
+command -v ncu >/dev/null || export PATH=$PATH:$(dirname "$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)")
+M=$ROOT/.kbin/magpie
+
+step environment
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.max.sm --format=csv
+nvcc --version | tail -2; ncu --version | tail -1
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+$M --version || { echo "magpie binary does not run here"; ldd $M; exit 1; }
+
+step build libmagpie_cupti.so
+INC=$(dirname "$(find -L $CUDA/ -name cupti.h | head -1)")
+LIB=$(dirname "$(find -L $CUDA/ -name 'libcupti.so' | head -1)")
+g++ -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -I"$INC" -I$CUDA/include src/profiler/cupti/magpie_cupti.cpp \
+  -L"$LIB" -lcupti -Wl,-rpath,"$LIB" -o /tmp/libmagpie_cupti.so && nm -D /tmp/libmagpie_cupti.so | grep -E 'Initialize|magpie_'
+export MAGPIE_CUPTI_LIB=/tmp/libmagpie_cupti.so MAGPIE_PYTHON_DIR=$ROOT/python
+
+run() { step "magpie $*"; timeout 300 $M -v "$@" -o $RES; echo "exit=$?"; }
+run analyze -k examples/kernels/vector_add/kernel.yaml --ncu
+run compare -k examples/kernels/vector_add/compare_self.yaml
+run analyze -k examples/kernels/matmul/kernel.yaml --ncu
+run compare -k examples/kernels/matmul/compare.yaml
+run compare -k examples/kernels/wrong/compare.yaml
+run analyze -k examples/kernels/softmax/kernel.yaml
+run compare -k examples/kernels/softmax/compare.yaml
+run compare -k examples/kernels/side_stream/compare.yaml
+
+step CV of repeated medians, 10 processes each
+VA=$(ls $RES/analyze_vector_add_*/vector_add/vector_add | head -1)
+MT=$(ls $RES/analyze_matmul_tiled_*/matmul_tiled/matmul | head -1)
+python3 $V/cv_of_medians.py 10 $VA 50
+python3 $V/cv_of_medians.py 10 $MT 30
+(cd examples/kernels/softmax && PYTHONPATH=$ROOT/python python3 $V/cv_of_medians.py 10 python3 -m magpie_bench time \
+  --target softmax_triton:softmax --target-dir . --inputs softmax_triton:get_inputs --json /tmp/t.json --min-time 0.3 --max-time 3)
+
+step CUPTI vs ncu
+python3 $V/cupti_vs_ncu.py $RES/analyze_*/analyze_report.json
+
+step CUPTI library overhead on a PyTorch workload, alternating, 3 each
+for i in 1 2 3; do
+  python3 $V/torch_workload.py plain
+  CUDA_INJECTION64_PATH=/tmp/libmagpie_cupti.so MAGPIE_CUPTI_OUTPUT=/tmp/ov.jsonl python3 $V/torch_workload.py cupti
+  echo "cupti records: $(wc -l < /tmp/ov.jsonl)"; rm -f /tmp/ov.jsonl
+done
+
+step summary
+python3 $V/summarize.py $RES
+head -c 3000 "$(ls $RES/analyze_vector_add_*/vector_add/kernels_r0.jsonl | head -1)" > $OUTDIR/cupti_sample.jsonl
+tail -40 "$(ls $RES/analyze_vector_add_*/vector_add/ncu.log | head -1)" > $OUTDIR/ncu_tail.log 2>/dev/null
+tar czf $OUTDIR/results.tgz --exclude='*.jsonl' -C /tmp magpie_results
+ls -la $OUTDIR
