@@ -50,6 +50,7 @@ char* StringPool::allocate(size_t n) {
 }
 
 StringId StringPool::intern(std::string_view s) {
+  if (s.empty()) return kEmptyString;  // most optional args are absent
   if (auto it = index_.find(s); it != index_.end()) return it->second;
   char* p = allocate(s.size());
   std::memcpy(p, s.data(), s.size());
