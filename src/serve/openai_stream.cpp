@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include <utility>
+
 namespace magpie::serve {
 
 namespace {
@@ -30,7 +32,7 @@ bool read_choice(sj::value v, EventFacts& f) {
   if (v.get_object().get(c)) return true;  // not an object: counts, carries no text
   for (auto field_result : c) {
     sj::field field;
-    if (field_result.get(field)) return false;
+    if (std::move(field_result).get(field)) return false;
     std::string_view key;
     if (field.unescaped_key().get(key)) return false;
     if (key == "text") {
@@ -40,7 +42,7 @@ bool read_choice(sj::value v, EventFacts& f) {
       if (field.value().get_object().get(d)) continue;
       for (auto dr : d) {
         sj::field df;
-        if (dr.get(df)) return false;
+        if (std::move(dr).get(df)) return false;
         std::string_view dk;
         if (df.unescaped_key().get(dk)) return false;
         if (dk == "content" || dk == "reasoning" || dk == "reasoning_content") f.text_chars += string_length(df.value());
@@ -61,7 +63,7 @@ bool read_event(std::string& data, EventFacts& f) {
   if (doc.get_object().get(obj)) return false;
   for (auto field_result : obj) {
     sj::field field;
-    if (field_result.get(field)) return false;
+    if (std::move(field_result).get(field)) return false;
     std::string_view key;
     if (field.unescaped_key().get(key)) return false;
     sj::value v = field.value();
@@ -83,7 +85,7 @@ bool read_event(std::string& data, EventFacts& f) {
       if (v.get_object().get(u)) continue;  // "usage": null
       for (auto ur : u) {
         sj::field uf;
-        if (ur.get(uf)) return false;
+        if (std::move(ur).get(uf)) return false;
         std::string_view uk;
         if (uf.unescaped_key().get(uk)) return false;
         int64_t n = 0;
@@ -95,14 +97,14 @@ bool read_event(std::string& data, EventFacts& f) {
       if (v.get_array().get(a)) continue;
       for (auto el : a) {
         sj::value ev;
-        if (el.get(ev)) return false;
+        if (std::move(el).get(ev)) return false;
         f.has_choice = true;
         if (!read_choice(ev, f)) return false;
         break;  // choices[0] only, as vLLM's client reads it
       }
     }
   }
-  return doc.at_end();
+  return true;
 }
 
 }  // namespace

@@ -155,3 +155,9 @@ class Server:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+if __name__ == "__main__":
+    # CI can install the engine as its own step: `python3 tests/e2e/serving_env.py`.
+    t0 = time.time()
+    print(ensure_vllm(), f"ready in {time.time() - t0:.0f} s")

@@ -17,8 +17,9 @@ import serving_env as env  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-CONC, N, ISL, OSL, REPEATS = 4, 32, 32, 16
-METRICS = ["request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms",
+CONC, N, ISL, OSL = 4, 32, 32, 16
+REPEATS = int(os.environ.get("MAGPIE_COMPARE_REPEATS", "3"))
+METRICS = ["total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms",
            "median_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms"]
 
 

@@ -86,3 +86,24 @@ TEST(RocprofKernelTrace, RecordedOutput) {
 
 }  // namespace
 }  // namespace magpie::profiler
+
+namespace magpie::profiler {
+namespace {
+
+// Recorded on the H200 (docs/GPU_VALIDATION.md, run 2): `ncu --clock-control none --csv --page raw
+// --print-units base -k regex:vector_add --launch-count 10` with the app's output mixed in.
+TEST(NcuCsv, RecordedH200Output) {
+  auto text = read_file(kData / "ncu_h200_vector_add.log");
+  auto ks = parse_ncu_csv(text.view(), "ncu_h200_vector_add.log");
+  ASSERT_EQ(ks.size(), 10u);
+  for (const auto& k : ks) {
+    EXPECT_EQ(k.kernel_name.rfind("vector_add(", 0), 0u) << k.kernel_name;
+    EXPECT_GT(k.metrics.at("gpu__time_duration.sum"), 200e3);  // ns: ~234 us per launch
+    EXPECT_LT(k.metrics.at("gpu__time_duration.sum"), 300e3);
+  }
+  auto t = ncu_totals(ks);
+  EXPECT_NEAR(t.dram_bytes / 10, 805306368.0, 0.02 * 805306368.0);  // a, b read; c written
+}
+
+}  // namespace
+}  // namespace magpie::profiler
