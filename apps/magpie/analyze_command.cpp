@@ -81,6 +81,7 @@ KernelConfig AnalyzeCommand::build_config(const Flags& f, bool compare, const Va
   for (auto& k : cfg.kernels) {
     if (k.testcase_command.empty() && !f.testcase.empty()) k.testcase_command = {split_command(f.testcase)};
     if (k.compile_command.empty() && !f.compile_cmd.empty()) k.compile_command = {split_command(f.compile_cmd)};
+    if (k.bench_target.empty() && is_python_type(k.type)) k.bench_target = cfg.latency.bench_target;
   }
   if (f.rounds > 0) cfg.performance.rounds = f.rounds;
   if (f.threshold >= 0) cfg.performance.threshold = f.threshold;

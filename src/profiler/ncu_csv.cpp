@@ -43,9 +43,9 @@ namespace {
 
 // Scale to base units in case --print-units base was not honoured.
 double unit_scale(const std::string& unit) {
-  if (unit == "usecond") return 1e3;
-  if (unit == "msecond") return 1e6;
-  if (unit == "second") return 1e9;
+  if (unit == "usecond" || unit == "us") return 1e3;
+  if (unit == "msecond" || unit == "ms") return 1e6;
+  if (unit == "second" || unit == "s") return 1e9;
   if (unit == "Kbyte" || unit == "KB") return 1e3;
   if (unit == "Mbyte" || unit == "MB") return 1e6;
   if (unit == "Gbyte" || unit == "GB") return 1e9;

@@ -11,7 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Fixture : ::testing::Test {
+struct KernelEvaluatorTest : ::testing::Test {
   fs::path ws = fs::temp_directory_path() / ("magpie_eval_" + std::to_string(::getpid()));
   void SetUp() override {
     fs::remove_all(ws);
@@ -35,7 +35,7 @@ struct Fixture : ::testing::Test {
   }
 };
 
-TEST_F(Fixture, CompileErrorSkipsLaterStages) {
+TEST_F(KernelEvaluatorTest, CompileErrorSkipsLaterStages) {
   Evaluator ev(options());
   auto e = make("broken", {{"sh", "-c", "echo 'k.cu(3): error: expected a ;' >&2; exit 1"}}, {{"true"}});
   ev.prepare(e);
@@ -49,7 +49,7 @@ TEST_F(Fixture, CompileErrorSkipsLaterStages) {
   EXPECT_NE(e.errors[0].find("expected a ;"), std::string::npos);  // the log tail travels with the error
 }
 
-TEST_F(Fixture, TestcaseTimeoutFailsCorrectness) {
+TEST_F(KernelEvaluatorTest, TestcaseTimeoutFailsCorrectness) {
   Evaluator ev(options());
   auto e = make("slow", {}, {{"sleep", "10"}});
   ev.prepare(e);
@@ -60,7 +60,7 @@ TEST_F(Fixture, TestcaseTimeoutFailsCorrectness) {
   EXPECT_LT(e.correctness.wall_seconds, 5);
 }
 
-TEST_F(Fixture, LatencyJsonBecomesTheSamples) {
+TEST_F(KernelEvaluatorTest, LatencyJsonBecomesTheSamples) {
   auto opt = options();
   Evaluator ev(opt);
   auto e = make("ok", {{"sh", "-c", "echo built > $MAGPIE_KERNEL_DIR/bin"}},
@@ -78,7 +78,7 @@ TEST_F(Fixture, LatencyJsonBecomesTheSamples) {
   EXPECT_EQ(e.score(), 1.0);
 }
 
-TEST_F(Fixture, RooflineFloorRejectsImpossibleTimes) {
+TEST_F(KernelEvaluatorTest, RooflineFloorRejectsImpossibleTimes) {
   auto opt = options();
   opt.gpu.peak_tbps = 4.8;
   Evaluator ev(opt);
@@ -92,7 +92,7 @@ TEST_F(Fixture, RooflineFloorRejectsImpossibleTimes) {
   EXPECT_NEAR(e.floor_ns, 8e8 / 4.8e3, 1);
 }
 
-TEST_F(Fixture, NoPerfAndNothingToCheck) {
+TEST_F(KernelEvaluatorTest, NoPerfAndNothingToCheck) {
   auto opt = options();
   opt.check_performance = false;
   Evaluator ev(opt);
@@ -109,7 +109,7 @@ TEST_F(Fixture, NoPerfAndNothingToCheck) {
   EXPECT_NE(none.correctness.errors.at(0).find("nothing to check"), std::string::npos);
 }
 
-TEST_F(Fixture, HipWithoutHipccSaysSo) {
+TEST_F(KernelEvaluatorTest, HipWithoutHipccSaysSo) {
   if (!find_on_path("hipcc").empty()) GTEST_SKIP() << "hipcc is installed here";
   Evaluator ev(options());
   auto e = make("hip", {}, {{"true"}});
