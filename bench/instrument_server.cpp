@@ -35,12 +35,16 @@ std::string render_stream(int tokens) {
       "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
       "transfer-encoding: chunked\r\n\r\n";
   for (int i = 0; i < tokens; ++i)
-    out += chunk("data: {\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"instrument\","
-                 "\"choices\":[{\"index\":0,\"text\":\" w" + std::to_string(i) +
-                 "\",\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n");
-  out += chunk("data: {\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"instrument\","
-               "\"choices\":[],\"usage\":{\"prompt_tokens\":32,\"total_tokens\":" + std::to_string(32 + tokens) +
-               ",\"completion_tokens\":" + std::to_string(tokens) + "}}\n\n");
+    out += chunk(
+        "data: "
+        "{\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"instrument\","
+        "\"choices\":[{\"index\":0,\"text\":\" w" +
+        std::to_string(i) + "\",\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n");
+  out += chunk(
+      "data: "
+      "{\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":0,\"model\":\"instrument\","
+      "\"choices\":[],\"usage\":{\"prompt_tokens\":32,\"total_tokens\":" +
+      std::to_string(32 + tokens) + ",\"completion_tokens\":" + std::to_string(tokens) + "}}\n\n");
   out += chunk("data: [DONE]\n\n");
   out += "0\r\n\r\n";
   return out;
@@ -64,18 +68,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void read() {
     parser_.emplace();
     parser_->body_limit(boost::none);
-    http::async_read(socket_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return;
-      self->respond();
-    });
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return;
+                       self->respond();
+                     });
   }
   void respond() {
     const auto& req = parser_->get();
     const std::string* out = &r_.stream;
-    if (req.method() == http::verb::get) out = req.target().find("/v1/models") == 0 ? &r_.models : &r_.health;
-    asio::async_write(socket_, asio::buffer(*out), [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (!ec) self->read();
-    });
+    if (req.method() == http::verb::get)
+      out = req.target().find("/v1/models") == 0 ? &r_.models : &r_.health;
+    asio::async_write(socket_, asio::buffer(*out),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (!ec) self->read();
+                      });
   }
   tcp::socket socket_;
   const Responses& r_;
@@ -100,13 +107,17 @@ int main(int argc, char** argv) {
   int tokens = 16, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--port") port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
-    else if (k == "--tokens") tokens = std::atoi(argv[i + 1]);
-    else if (k == "--threads") threads = std::atoi(argv[i + 1]);
+    if (k == "--port")
+      port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
+    else if (k == "--tokens")
+      tokens = std::atoi(argv[i + 1]);
+    else if (k == "--threads")
+      threads = std::atoi(argv[i + 1]);
   }
   Responses r;
   r.stream = render_stream(tokens);
-  r.models = render_json("{\"object\":\"list\",\"data\":[{\"id\":\"instrument\",\"object\":\"model\"}]}");
+  r.models =
+      render_json("{\"object\":\"list\",\"data\":[{\"id\":\"instrument\",\"object\":\"model\"}]}");
   r.health = render_json("{}");
   asio::io_context io(threads);
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));

@@ -26,7 +26,8 @@ extern "C" void on_sigint(int) {
 }  // namespace
 
 template <class T>
-CLI::Option* ServeOptions::add(CLI::App* sub, const char* name, T& value, const char* help, const char* group) {
+CLI::Option* ServeOptions::add(CLI::App* sub, const char* name, T& value, const char* help,
+                               const char* group) {
   auto* opt = sub->add_option(name, value, help)->group(group);
   options_.emplace_back(opt, static_cast<void*>(&value));
   return opt;
@@ -46,13 +47,17 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "-m,--model", model_, "Model id or local path", magpie);
   add(sub, "-p,--precision", precision_, "fp8|fp16|bf16|fp4 (default fp8)", magpie);
   add(sub, "--tp", tp_, "Tensor parallel size (default 1)", magpie);
-  add(sub, "--concurrency", concurrency_, "Max concurrency (default 32); a list 4,8 sweeps", magpie);
+  add(sub, "--concurrency", concurrency_, "Max concurrency (default 32); a list 4,8 sweeps",
+      magpie);
   add(sub, "--input-len", input_len_, "Input tokens (default 1024)", magpie);
   add(sub, "--output-len", output_len_, "Output tokens (default 512)", magpie);
-  auto* tp = sub->add_flag("--torch-profiler", torch_profiler_, "Profile a window with the torch profiler (a diagnostic run)")
-      ->group(magpie);
+  auto* tp = sub->add_flag("--torch-profiler", torch_profiler_,
+                           "Profile a window with the torch profiler (a diagnostic run)")
+                 ->group(magpie);
   options_.emplace_back(tp, &torch_profiler_);
-  auto* sp = sub->add_flag("--system-profiler", system_profiler_, "Mark the run diagnostic (system profiler)")->group(magpie);
+  auto* sp = sub->add_flag("--system-profiler", system_profiler_,
+                           "Mark the run diagnostic (system profiler)")
+                 ->group(magpie);
   options_.emplace_back(sp, &system_profiler_);
   add(sub, "--run-mode", run_mode_, "docker|local (default docker)", magpie)
       ->check(CLI::IsMember({"docker", "local"}));
@@ -61,36 +66,47 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--docker-image", docker_image_, "Image (default: by framework and GPU arch)", magpie);
   add(sub, "--timeout", timeout_, "Overall timeout in seconds (default 3600)", magpie);
 
-  add(sub, "--endpoint", endpoint_, "Benchmark a server that is already running (http://host:port)", ours);
-  add(sub, "--request-rate", request_rate_, "Requests/s (inf = all at once); a list 1,2,inf sweeps", ours);
+  add(sub, "--endpoint", endpoint_, "Benchmark a server that is already running (http://host:port)",
+      ours);
+  add(sub, "--request-rate", request_rate_, "Requests/s (inf = all at once); a list 1,2,inf sweeps",
+      ours);
   add(sub, "--burstiness", burstiness_, "Gamma shape of arrival gaps (1 = Poisson)", ours);
   add(sub, "--num-prompts", num_prompts_, "Measured requests per case (default CONC×10)", ours);
   add(sub, "--duration", duration_, "Send for this many seconds instead of --num-prompts", ours);
   add(sub, "--warmups", warmups_, "Warm-up requests (default 2×concurrency)", ours);
   add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
   add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt", ours);
-  add(sub, "--token-id-max", token_id_max_, "Random prompt ids below this (keep under the vocab size)", ours);
+  add(sub, "--token-id-max", token_id_max_,
+      "Random prompt ids below this (keep under the vocab size)", ours);
   add(sub, "--dataset", dataset_, "random|sharegpt|jsonl", ours);
   add(sub, "--dataset-path", dataset_path_, "ShareGPT JSON or JSONL prompts", ours);
   add(sub, "--api", api_, "completions|chat", ours)->check(CLI::IsMember({"completions", "chat"}));
-  add(sub, "--served-model-name", served_model_name_, "`model` field of requests (default: /v1/models)", ours);
+  add(sub, "--served-model-name", served_model_name_,
+      "`model` field of requests (default: /v1/models)", ours);
   add(sub, "--slo-ttft-ms", slo_ttft_, "Goodput SLO on TTFT", ours);
   add(sub, "--slo-tpot-ms", slo_tpot_, "Goodput SLO on TPOT", ours);
   add(sub, "--slo-e2el-ms", slo_e2el_, "Goodput SLO on E2EL", ours);
-  add(sub, "--request-timeout", request_timeout_, "Per-request timeout in seconds (default 600)", ours);
-  add(sub, "--ready-timeout", ready_timeout_, "Seconds to wait for the server (default 2700)", ours);
+  add(sub, "--request-timeout", request_timeout_, "Per-request timeout in seconds (default 600)",
+      ours);
+  add(sub, "--ready-timeout", ready_timeout_, "Seconds to wait for the server (default 2700)",
+      ours);
   add(sub, "--seed", seed_, "Dataset and arrival seed", ours);
   add(sub, "--profile-num-prompts", profile_num_prompts_, "Requests in the profiled window", ours);
   add(sub, "--max-model-len", max_model_len_, "MAX_MODEL_LEN for the engine", ours);
-  add(sub, "--engine-executable", engine_executable_, "Path to `vllm` (or python for sglang/atom)", ours);
-  add(sub, "--engine-arg", engine_args_, "Extra engine argument (repeatable; '--engine-arg=--flag')", ours)
+  add(sub, "--engine-executable", engine_executable_, "Path to `vllm` (or python for sglang/atom)",
+      ours);
+  add(sub, "--engine-arg", engine_args_,
+      "Extra engine argument (repeatable; '--engine-arg=--flag')", ours)
       ->allow_extra_args(false);
   add(sub, "--env", envs_, "KEY=VALUE for envs (repeatable)", ours)->allow_extra_args(false);
-  auto* cpu = sub->add_flag("--cpu-engine", cpu_engine_, "The engine runs on CPU: drop GPU-only flags")->group(ours);
+  auto* cpu =
+      sub->add_flag("--cpu-engine", cpu_engine_, "The engine runs on CPU: drop GPU-only flags")
+          ->group(ours);
   options_.emplace_back(cpu, &cpu_engine_);
 }
 
-serve::BenchmarkFlags ServeOptions::collect(const std::string& framework, const std::string& output_dir,
+serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
+                                            const std::string& output_dir,
                                             bool output_dir_given) const {
   serve::BenchmarkFlags f;
   auto given = [&](const void* field) {
@@ -148,11 +164,12 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework, const 
   return f;
 }
 
-int ServeOptions::run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
-                      bool verbose) const {
+int ServeOptions::run(const std::string& framework, const std::string& output_dir,
+                      bool output_dir_given, bool verbose) const {
   auto flags = collect(framework, output_dir, output_dir_given);
   bool from_yaml = !config_path_.empty();
-  serve::BenchmarkConfig config = from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
+  serve::BenchmarkConfig config =
+      from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
   serve::apply_flags(config, flags, from_yaml);
   try {
     serve::validate(config);

@@ -13,9 +13,11 @@ namespace {
 
 void validate(const ArrivalOptions& o) {
   if (!(o.request_rate > 0))
-    throw Error(ErrorKind::kUsage, fmt::format("request rate must be positive, got {}", o.request_rate));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("request rate must be positive, got {}", o.request_rate));
   if (!(o.burstiness > 0) || std::isinf(o.burstiness))
-    throw Error(ErrorKind::kUsage, fmt::format("burstiness must be positive, got {}", o.burstiness));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("burstiness must be positive, got {}", o.burstiness));
 }
 
 }  // namespace

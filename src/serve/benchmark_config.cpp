@@ -117,19 +117,24 @@ std::vector<WorkloadCase> BenchmarkConfig::cases() const {
       WorkloadCase c = base;
       bool case_prompts = false;
       for (const auto& [k, v] : m) {
-        if (k == "CONC") c.concurrency = to_int(v, "sweep CONC");
-        else if (k == "ISL") c.input_len = to_int(v, "sweep ISL");
-        else if (k == "OSL") c.output_len = to_int(v, "sweep OSL");
-        else if (k == "NUM_PROMPTS") c.num_prompts = to_int(v, "sweep NUM_PROMPTS"), case_prompts = true;
-        else if (k == "RANDOM_RANGE_RATIO") c.range_ratio = to_double(v, "sweep RANDOM_RANGE_RATIO");
+        if (k == "CONC")
+          c.concurrency = to_int(v, "sweep CONC");
+        else if (k == "ISL")
+          c.input_len = to_int(v, "sweep ISL");
+        else if (k == "OSL")
+          c.output_len = to_int(v, "sweep OSL");
+        else if (k == "NUM_PROMPTS")
+          c.num_prompts = to_int(v, "sweep NUM_PROMPTS"), case_prompts = true;
+        else if (k == "RANDOM_RANGE_RATIO")
+          c.range_ratio = to_double(v, "sweep RANDOM_RANGE_RATIO");
       }
       if (!case_prompts) c.num_prompts = num_prompts_for(c);
       add_rates(c);
     }
     return out;
   }
-  std::vector<int64_t> concs = concurrency_sweep.empty() ? std::vector<int64_t>{base.concurrency}
-                                                         : concurrency_sweep;
+  std::vector<int64_t> concs =
+      concurrency_sweep.empty() ? std::vector<int64_t>{base.concurrency} : concurrency_sweep;
   for (auto conc : concs) {
     WorkloadCase c = base;
     c.concurrency = conc;
@@ -161,9 +166,12 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   c.hf_cache_path = get<std::string>(b, "hf_cache_path", "", origin);
   c.endpoint = get<std::string>(b, "endpoint", "", origin);
   if (auto e = b["envs"]; e && e.IsMap())
-    for (auto it : e) c.envs[upper(it.first.as<std::string>())] = it.second.IsNull() ? "" : it.second.as<std::string>();
+    for (auto it : e)
+      c.envs[upper(it.first.as<std::string>())] =
+          it.second.IsNull() ? "" : it.second.as<std::string>();
   if (auto s = b["server_lifecycle"]; s && s.IsMap())
-    c.server_ready_timeout_s = get<double>(s, "server_ready_timeout_s", c.server_ready_timeout_s, origin);
+    c.server_ready_timeout_s =
+        get<double>(s, "server_ready_timeout_s", c.server_ready_timeout_s, origin);
   if (auto g = b["gap_analysis"]; g && g.IsMap()) {
     c.gap.enabled = get<bool>(g, "enabled", c.gap.enabled, origin);
     c.gap.start_pct = get<double>(g, "trace_start_pct", 0, origin);
@@ -171,14 +179,19 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     c.gap.top_k = get<size_t>(g, "top_k", 20, origin);
     c.gap.min_duration_us = get<double>(g, "min_duration_us", 0, origin);
     c.gap.categories = get<std::vector<std::string>>(g, "categories", c.gap.categories, origin);
-    c.gap.ignore_categories = get<std::vector<std::string>>(g, "ignore_categories", c.gap.ignore_categories, origin);
+    c.gap.ignore_categories =
+        get<std::vector<std::string>>(g, "ignore_categories", c.gap.ignore_categories, origin);
   }
   if (auto p = b["profiler"]; p && p.IsMap()) {
-    if (auto t = p["torch_profiler"]; t && t.IsMap()) c.torch_profiler = get<bool>(t, "enabled", false, origin);
-    if (auto t = p["system_profiler"]; t && t.IsMap()) c.system_profiler = get<bool>(t, "enabled", false, origin);
-    if (auto t = p["tracelens"]; t && t.IsMap()) c.tracelens = get<bool>(t, "enabled", false, origin);
+    if (auto t = p["torch_profiler"]; t && t.IsMap())
+      c.torch_profiler = get<bool>(t, "enabled", false, origin);
+    if (auto t = p["system_profiler"]; t && t.IsMap())
+      c.system_profiler = get<bool>(t, "enabled", false, origin);
+    if (auto t = p["tracelens"]; t && t.IsMap())
+      c.tracelens = get<bool>(t, "enabled", false, origin);
   } else {
-    c.warnings.push_back("no `profiler:` section: running clean (Magpie would enable the torch profiler)");
+    c.warnings.push_back(
+        "no `profiler:` section: running clean (Magpie would enable the torch profiler)");
   }
   if (auto s = b["sweep_matrix"]; s && s.IsMap()) {
     c.on_failure = get<std::string>(s, "on_failure", c.on_failure, origin);
@@ -195,7 +208,9 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     o.api = api == "chat" ? ApiKind::kChat : ApiKind::kCompletions;
     o.dataset = get<std::string>(cl, "dataset", o.dataset, origin);
     o.dataset_path = get<std::string>(cl, "dataset_path", "", origin);
-    if (cl["request_rate"]) o.request_rates = parse_double_list(cl["request_rate"].as<std::string>(), "client.request_rate");
+    if (cl["request_rate"])
+      o.request_rates =
+          parse_double_list(cl["request_rate"].as<std::string>(), "client.request_rate");
     o.burstiness = get<double>(cl, "burstiness", o.burstiness, origin);
     o.warmups = get<int64_t>(cl, "warmups", o.warmups, origin);
     o.duration_s = get<double>(cl, "duration_s", 0, origin);
@@ -223,8 +238,9 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
                            f.tp || f.torch_profiler || f.docker_image || f.timeout;
   if (from_yaml) {
     if (magpie_flag_given)
-      c.warnings.push_back("with --benchmark-config only --run-mode and --run-kind override the YAML; "
-                           "other workload flags were ignored");
+      c.warnings.push_back(
+          "with --benchmark-config only --run-mode and --run-kind override the YAML; "
+          "other workload flags were ignored");
     if (f.framework && *f.framework != c.framework)
       c.warnings.push_back("framework taken from the YAML, not the command line");
   } else {
@@ -255,10 +271,12 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.engine_gpu) c.engine_gpu = *f.engine_gpu;
   for (const auto& kv : f.envs) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error(ErrorKind::kUsage, fmt::format("--env '{}': expected KEY=VALUE", kv));
+    if (eq == std::string::npos)
+      throw Error(ErrorKind::kUsage, fmt::format("--env '{}': expected KEY=VALUE", kv));
     c.envs[upper(kv.substr(0, eq))] = kv.substr(eq + 1);
   }
-  c.engine_extra_args.insert(c.engine_extra_args.end(), f.extra_engine_args.begin(), f.extra_engine_args.end());
+  c.engine_extra_args.insert(c.engine_extra_args.end(), f.extra_engine_args.begin(),
+                             f.extra_engine_args.end());
   auto& o = c.client;
   if (f.request_rate) o.request_rates = parse_double_list(*f.request_rate, "--request-rate");
   if (f.burstiness) o.burstiness = *f.burstiness;
@@ -280,20 +298,27 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
 
 void validate(const BenchmarkConfig& c) {
   if (c.endpoint.empty() && c.model.empty())
-    throw Error(ErrorKind::kUsage, "a benchmark needs --benchmark-config or a framework and --model", "",
-                std::nullopt,
-                "example: magpie benchmark vllm --model Qwen/Qwen3-8B --concurrency 32 --run-mode local\n"
-                "     or: magpie benchmark -b examples/benchmark.yaml");
+    throw Error(
+        ErrorKind::kUsage, "a benchmark needs --benchmark-config or a framework and --model", "",
+        std::nullopt,
+        "example: magpie benchmark vllm --model Qwen/Qwen3-8B --concurrency 32 --run-mode local\n"
+        "     or: magpie benchmark -b examples/benchmark.yaml");
   if (c.run_mode != "docker" && c.run_mode != "local")
-    throw Error(ErrorKind::kUsage, fmt::format("run_mode '{}' is not supported here: use docker or local", c.run_mode));
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("run_mode '{}' is not supported here: use docker or local", c.run_mode));
   if (c.run_kind != "auto" && c.run_kind != "measurement" && c.run_kind != "diagnostic")
-    throw Error(ErrorKind::kUsage, fmt::format("run_kind '{}': use auto, measurement or diagnostic", c.run_kind));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("run_kind '{}': use auto, measurement or diagnostic", c.run_kind));
   if (c.framework != "vllm" && c.framework != "sglang" && c.framework != "atom")
-    throw Error(ErrorKind::kUsage, fmt::format("framework '{}': use vllm, sglang or atom", c.framework));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("framework '{}': use vllm, sglang or atom", c.framework));
   if (c.client.dataset != "random" && c.client.dataset != "sharegpt" && c.client.dataset != "jsonl")
-    throw Error(ErrorKind::kUsage, fmt::format("dataset '{}': use random, sharegpt or jsonl", c.client.dataset));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("dataset '{}': use random, sharegpt or jsonl", c.client.dataset));
   if (c.client.dataset != "random" && c.client.dataset_path.empty())
-    throw Error(ErrorKind::kUsage, fmt::format("dataset {} needs --dataset-path", c.client.dataset));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("dataset {} needs --dataset-path", c.client.dataset));
   (void)c.cases();  // parses every number
 }
 

@@ -20,8 +20,8 @@ struct ClientOptions {
   std::string dataset_path;
   std::vector<double> request_rates{std::numeric_limits<double>::infinity()};  // >1 = sweep
   double burstiness = 1.0;
-  int64_t warmups = -1;           // -1 = Magpie's 2·CONC
-  double duration_s = 0;          // > 0: time-bounded instead of NUM_PROMPTS
+  int64_t warmups = -1;   // -1 = Magpie's 2·CONC
+  double duration_s = 0;  // > 0: time-bounded instead of NUM_PROMPTS
   GoodputSlo slo;
   std::vector<double> percentiles{50, 90, 95, 99};
   uint64_t seed = 0;
@@ -30,7 +30,7 @@ struct ClientOptions {
   double request_timeout_s = 600;
   bool continuous_usage = false;
   bool ignore_eos = true;
-  std::string served_model_name;  // the `model` field; default: what /v1/models reports
+  std::string served_model_name;    // the `model` field; default: what /v1/models reports
   int64_t profile_num_prompts = 0;  // profiled window size; 0 = the whole case
 };
 
@@ -57,27 +57,27 @@ struct BenchmarkConfig {
   std::string framework = "vllm";
   std::string model;
   std::string precision = "fp8";
-  std::string run_mode = "docker";   // docker | local (ray: not supported here)
-  std::string run_kind = "auto";     // auto | measurement | diagnostic
+  std::string run_mode = "docker";          // docker | local (ray: not supported here)
+  std::string run_kind = "auto";            // auto | measurement | diagnostic
   std::map<std::string, std::string> envs;  // upper-cased keys
   std::string docker_image, gpu_arch;
   double timeout_seconds = 3600;
   std::string hf_cache_path;
   double server_ready_timeout_s = 2700;
-  bool torch_profiler = false;       // we default to a clean run (Magpie enables it)
+  bool torch_profiler = false;  // we default to a clean run (Magpie enables it)
   bool system_profiler = false;
   bool tracelens = false;
   GapSettings gap;
   std::vector<std::map<std::string, std::string>> sweep_cases;
   std::string on_failure = "continue";
   std::vector<int64_t> concurrency_sweep;  // ours: --concurrency 4,8
-  std::string endpoint;              // ours: an already-running server
+  std::string endpoint;                    // ours: an already-running server
   std::string output_dir = "./results";
   std::vector<std::string> engine_extra_args;  // ours: appended after EXTRA_*_ARGS
-  std::string engine_executable;     // ours: path to `vllm` / python
-  bool engine_gpu = true;            // ours: false drops GPU-only engine flags (CPU builds)
+  std::string engine_executable;               // ours: path to `vllm` / python
+  bool engine_gpu = true;  // ours: false drops GPU-only engine flags (CPU builds)
   ClientOptions client;
-  std::string config_yaml;           // the YAML as given, copied to the workspace
+  std::string config_yaml;  // the YAML as given, copied to the workspace
   std::vector<std::string> warnings;
 
   std::string env(const std::string& key, const std::string& fallback = {}) const;
@@ -87,9 +87,9 @@ struct BenchmarkConfig {
 
 // Inline flags; unset ones leave the config alone.
 struct BenchmarkFlags {
-  std::optional<std::string> framework, model, precision, run_mode, run_kind, docker_image, output_dir,
-      endpoint, concurrency, input_len, output_len, tp, request_rate, num_prompts, dataset,
-      dataset_path, api, range_ratio, max_model_len, served_model_name, engine_executable;
+  std::optional<std::string> framework, model, precision, run_mode, run_kind, docker_image,
+      output_dir, endpoint, concurrency, input_len, output_len, tp, request_rate, num_prompts,
+      dataset, dataset_path, api, range_ratio, max_model_len, served_model_name, engine_executable;
   std::optional<bool> torch_profiler, system_profiler, engine_gpu;
   std::optional<double> timeout, burstiness, duration, slo_ttft_ms, slo_tpot_ms, slo_e2el_ms,
       request_timeout, ready_timeout;

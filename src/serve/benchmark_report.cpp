@@ -28,19 +28,22 @@ double num(const nlohmann::json& j, const char* a, const char* b) {
 }  // namespace
 
 nlohmann::json magpie_throughput(const ServingMetrics& m) {
-  return {{"request_throughput", m.request_throughput},
-          {"output_throughput", m.output_throughput},
-          {"total_token_throughput", m.total_token_throughput},
-          {"completed_requests", m.completed},
-          {"total_input_tokens", m.total_input},
-          {"total_output_tokens", m.total_output},
-          {"duration_seconds", m.duration_s},
-          {"failed_requests", m.failed},
-          {"request_goodput", m.has_goodput ? nlohmann::json(m.request_goodput) : nlohmann::json()}};
+  return {
+      {"request_throughput", m.request_throughput},
+      {"output_throughput", m.output_throughput},
+      {"total_token_throughput", m.total_token_throughput},
+      {"completed_requests", m.completed},
+      {"total_input_tokens", m.total_input},
+      {"total_output_tokens", m.total_output},
+      {"duration_seconds", m.duration_s},
+      {"failed_requests", m.failed},
+      {"request_goodput", m.has_goodput ? nlohmann::json(m.request_goodput) : nlohmann::json()}};
 }
 
 nlohmann::json magpie_latency(const ServingMetrics& m) {
-  return {{"ttft", stats_block(m.ttft)}, {"tpot", stats_block(m.tpot)}, {"itl", stats_block(m.itl)},
+  return {{"ttft", stats_block(m.ttft)},
+          {"tpot", stats_block(m.tpot)},
+          {"itl", stats_block(m.itl)},
           {"e2el", stats_block(m.e2el)}};
 }
 
@@ -82,7 +85,8 @@ std::string summary_text(const nlohmann::json& r) {
     out += "\nThroughput:\n";
     out += fmt::format("  Request throughput: {:.2f} req/s\n", t.value("request_throughput", 0.0));
     out += fmt::format("  Output throughput: {:.2f} tok/s\n", t.value("output_throughput", 0.0));
-    out += fmt::format("  Total throughput: {:.2f} tok/s\n", t.value("total_token_throughput", 0.0));
+    out +=
+        fmt::format("  Total throughput: {:.2f} tok/s\n", t.value("total_token_throughput", 0.0));
     out += fmt::format("  Completed requests: {}\n", t.value("completed_requests", 0));
     out += fmt::format("  Failed requests: {}\n", t.value("failed_requests", 0));
     out += fmt::format("  Duration: {:.2f}s\n", t.value("duration_seconds", 0.0));
@@ -90,18 +94,24 @@ std::string summary_text(const nlohmann::json& r) {
   if (r.contains("latency") && r["latency"].is_object()) {
     const auto& l = r["latency"];
     out += "\nLatency:\n";
-    for (auto [key, name] : {std::pair{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}})
-      out += fmt::format("  {} (mean/p99): {:.2f} ms / {:.2f} ms\n", name, num(l, key, "mean_ms"), num(l, key, "p99_ms"));
+    for (auto [key, name] :
+         {std::pair{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}})
+      out += fmt::format("  {} (mean/p99): {:.2f} ms / {:.2f} ms\n", name, num(l, key, "mean_ms"),
+                         num(l, key, "p99_ms"));
   }
   if (r.contains("cases") && r["cases"].size() > 1) {
     out += "\nSweep:\n";
     for (const auto& c : r["cases"]) {
-      const auto& t = c.contains("throughput") && c["throughput"].is_object() ? c["throughput"] : nlohmann::json::object();
-      const auto& l = c.contains("latency") && c["latency"].is_object() ? c["latency"] : nlohmann::json::object();
-      out += fmt::format("  {}: {:.2f} req/s, {:.2f} tok/s, TTFT mean {:.2f} ms, TPOT mean {:.2f} ms{}\n",
-                         c.value("label", ""), t.value("request_throughput", 0.0), t.value("output_throughput", 0.0),
-                         num(l, "ttft", "mean_ms"), num(l, "tpot", "mean_ms"),
-                         c.value("complete", true) ? "" : " (incomplete)");
+      const auto& t = c.contains("throughput") && c["throughput"].is_object()
+                          ? c["throughput"]
+                          : nlohmann::json::object();
+      const auto& l = c.contains("latency") && c["latency"].is_object() ? c["latency"]
+                                                                        : nlohmann::json::object();
+      out += fmt::format(
+          "  {}: {:.2f} req/s, {:.2f} tok/s, TTFT mean {:.2f} ms, TPOT mean {:.2f} ms{}\n",
+          c.value("label", ""), t.value("request_throughput", 0.0),
+          t.value("output_throughput", 0.0), num(l, "ttft", "mean_ms"), num(l, "tpot", "mean_ms"),
+          c.value("complete", true) ? "" : " (incomplete)");
     }
   }
   if (r.contains("top_bottlenecks") && !r["top_bottlenecks"].empty()) {

@@ -1,8 +1,7 @@
 #pragma once
 // benchmark_report.json with Magpie's keys (interface §4) and summary.txt.
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serve/serving_metrics.hpp"
 

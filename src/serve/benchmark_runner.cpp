@@ -37,7 +37,8 @@ std::string timestamp_now(const char* format) {
 }
 
 fs::path make_workspace(const BenchmarkConfig& c) {
-  auto base = fs::path(c.output_dir) / fmt::format("benchmark_{}_{}", c.framework, timestamp_now("%Y%m%d_%H%M%S"));
+  auto base = fs::path(c.output_dir) /
+              fmt::format("benchmark_{}_{}", c.framework, timestamp_now("%Y%m%d_%H%M%S"));
   fs::path ws = base;
   for (int i = 1; fs::exists(ws); ++i) ws = fs::path(base.string() + "_" + std::to_string(i));
   fs::create_directories(ws);
@@ -68,15 +69,22 @@ std::vector<Prompt> make_prompts(const ClientOptions& o, const WorkloadCase& w, 
 nlohmann::json client_overhead_json(const ServingMetrics& m, const LoadResult& r) {
   std::vector<double> lag = r.record_lag_s;
   auto lag_stats = metric_stats(std::move(lag), {50, 99});
-  return {{"scheduled_to_sent_ms", {{"mean", m.client_overhead.mean_ms},
-                                    {"p50", m.client_overhead.percentiles_ms.count(50) ? m.client_overhead.percentiles_ms.at(50) : 0.0},
-                                    {"p99", m.client_overhead.percentiles_ms.count(99) ? m.client_overhead.percentiles_ms.at(99) : 0.0}}},
-          {"read_to_record_ms", {{"mean", lag_stats.mean_ms},
-                                       {"p50", lag_stats.percentiles_ms[50]},
-                                       {"p99", lag_stats.percentiles_ms[99]}}},
-          {"client_queue_time_ms", {{"mean", m.client_queue.mean_ms},
-                                    {"p99", m.client_queue.percentiles_ms.count(99) ? m.client_queue.percentiles_ms.at(99) : 0.0}}},
-          {"connections_opened", r.connections_opened}};
+  return {
+      {"scheduled_to_sent_ms",
+       {{"mean", m.client_overhead.mean_ms},
+        {"p50", m.client_overhead.percentiles_ms.count(50) ? m.client_overhead.percentiles_ms.at(50)
+                                                           : 0.0},
+        {"p99", m.client_overhead.percentiles_ms.count(99) ? m.client_overhead.percentiles_ms.at(99)
+                                                           : 0.0}}},
+      {"read_to_record_ms",
+       {{"mean", lag_stats.mean_ms},
+        {"p50", lag_stats.percentiles_ms[50]},
+        {"p99", lag_stats.percentiles_ms[99]}}},
+      {"client_queue_time_ms",
+       {{"mean", m.client_queue.mean_ms},
+        {"p99",
+         m.client_queue.percentiles_ms.count(99) ? m.client_queue.percentiles_ms.at(99) : 0.0}}},
+      {"connections_opened", r.connections_opened}};
 }
 
 }  // namespace
@@ -93,11 +101,15 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
   report["run_kind"] = run_kind;
   report["profiling_enabled"] = c.torch_profiler;
   for (const auto& w : c.warnings) report["warnings"].push_back(w);
-  write_file_atomic(ws / "config.yaml", c.config_yaml.empty() ? "# inline flags; see benchmark_report.json `config`\n" : c.config_yaml);
+  write_file_atomic(ws / "config.yaml", c.config_yaml.empty()
+                                            ? "# inline flags; see benchmark_report.json `config`\n"
+                                            : c.config_yaml);
 
   auto cases = c.cases();
-  report["config"] = {{"precision", c.precision}, {"run_mode", c.endpoint.empty() ? c.run_mode : "endpoint"},
-                      {"envs", c.envs}, {"num_cases", cases.size()}};
+  report["config"] = {{"precision", c.precision},
+                      {"run_mode", c.endpoint.empty() ? c.run_mode : "endpoint"},
+                      {"envs", c.envs},
+                      {"num_cases", cases.size()}};
   bool complete = true;
   bool any_case_ok = false;
   auto add_error = [&](const std::string& e) { report["errors"].push_back(e); };
@@ -105,7 +117,8 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
     report["complete"] = complete;
     report["success"] = any_case_ok && complete && report["errors"].empty();
     report["reward_eligible"] = report["success"].get<bool>() && run_kind == "measurement";
-    report["execution_time"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    report["execution_time"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     write_file_atomic(ws / "benchmark_report.json", report.dump(2));
     write_file_atomic(ws / "summary.txt", summary_text(report));
     outcome.success = report["success"].get<bool>();
@@ -116,11 +129,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
     server = std::make_unique<EngineServer>(plan_launch(c, ws));
     report["server"] = server->describe();
     report["server"]["model_revision"] = model_revision(c.model, c.hf_cache_path);
-    if (ctx.progress) std::cerr << fmt::format("starting server: {}\n", report["server"].value("command", server->plan().endpoint.url()));
+    if (ctx.progress)
+      std::cerr << fmt::format("starting server: {}\n",
+                               report["server"].value("command", server->plan().endpoint.url()));
     std::string served = server->start(c.server_ready_timeout_s, ctx.stop);
     report["server"]["served_model"] = served;
     if (report["model"].get<std::string>().empty()) report["model"] = served;
-    std::string model_field = c.client.served_model_name.empty() ? served : c.client.served_model_name;
+    std::string model_field =
+        c.client.served_model_name.empty() ? served : c.client.served_model_name;
     const auto& endpoint = server->plan().endpoint;
 
     auto before = scrape_metrics(endpoint);
@@ -137,7 +153,8 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       lo.request.continuous_usage = c.client.continuous_usage;
       bool profile_this = c.torch_profiler && !profiled;
       size_t n = static_cast<size_t>(w.num_prompts);
-      if (profile_this && c.client.profile_num_prompts > 0) n = static_cast<size_t>(c.client.profile_num_prompts);
+      if (profile_this && c.client.profile_num_prompts > 0)
+        n = static_cast<size_t>(c.client.profile_num_prompts);
       lo.prompts = make_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
       lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
       lo.duration_s = c.client.duration_s;
@@ -145,8 +162,10 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       lo.arrivals.burstiness = c.client.burstiness;
       lo.arrivals.seed = c.client.seed;
       lo.max_concurrency = static_cast<size_t>(w.concurrency);
-      lo.warmups = c.client.warmups >= 0 ? static_cast<size_t>(c.client.warmups) : static_cast<size_t>(2 * w.concurrency);
-      lo.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
+      lo.warmups = c.client.warmups >= 0 ? static_cast<size_t>(c.client.warmups)
+                                         : static_cast<size_t>(2 * w.concurrency);
+      lo.request_timeout =
+          std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
       lo.progress = ctx.progress;
       lo.stop = ctx.stop;
       EngineServer* srv = server.get();
@@ -157,19 +176,23 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       if (profile_this) {
         lo.on_measure_start = [&] { profile_error = start_profile(endpoint); };
       }
-      if (ctx.progress) std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
-                                                 cases.size(), w.label(), n, w.concurrency, w.request_rate);
+      if (ctx.progress)
+        std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
+                                 cases.size(), w.label(), n, w.concurrency, w.request_rate);
       auto result = run_load(lo);
       log.flush();
       if (server->plan().mode == "endpoint" && !result.server_died && !result.interrupted) {
         // No child to watch: transport failures plus a dead /health mean the
         // server went away mid-run.
-        bool transport_failures = std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
-          return r.failure == FailureReason::kConnectFailed || r.failure == FailureReason::kTransport ||
-                 r.failure == FailureReason::kIncompleteStream;
-        });
+        bool transport_failures =
+            std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
+              return r.failure == FailureReason::kConnectFailed ||
+                     r.failure == FailureReason::kTransport ||
+                     r.failure == FailureReason::kIncompleteStream;
+            });
         if (transport_failures &&
-            !http_request(endpoint, "GET", endpoint.target("/health"), "", std::chrono::seconds(5)).ok)
+            !http_request(endpoint, "GET", endpoint.target("/health"), "", std::chrono::seconds(5))
+                 .ok)
           result.server_died = true;
       }
       if (profile_this) {
@@ -190,28 +213,31 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       raw["endpoint_type"] = raw["backend"];
       raw["model_id"] = model_field;
       raw["num_prompts"] = n;
-      raw["request_rate"] = std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
+      raw["request_rate"] =
+          std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
       raw["burstiness"] = c.client.burstiness;
       raw["max_concurrency"] = w.concurrency;
       write_file_atomic(case_dir / "benchmark_serving_result.json", raw.dump(2));
       bool case_complete = !result.server_died && !result.interrupted;
-      nlohmann::json cj{{"label", w.label()},
-                        {"concurrency", w.concurrency},
-                        {"input_len", w.input_len},
-                        {"output_len", w.output_len},
-                        {"num_prompts", n},
-                        {"request_rate", std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate)},
-                        {"complete", case_complete},
-                        {"profiled", profile_this},
-                        {"throughput", magpie_throughput(m)},
-                        {"latency", magpie_latency(m)},
-                        {"failures_by_reason", m.failures_by_reason},
-                        {"peak_concurrency", m.peak_concurrency},
-                        {"max_concurrent_requests", m.max_concurrent_requests},
-                        {"not_sent", result.not_sent},
-                        {"client", client_overhead_json(m, result)},
-                        {"raw_result_path", (case_dir / "benchmark_serving_result.json").string()},
-                        {"requests_path", (case_dir / "requests.jsonl").string()}};
+      nlohmann::json cj{
+          {"label", w.label()},
+          {"concurrency", w.concurrency},
+          {"input_len", w.input_len},
+          {"output_len", w.output_len},
+          {"num_prompts", n},
+          {"request_rate",
+           std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate)},
+          {"complete", case_complete},
+          {"profiled", profile_this},
+          {"throughput", magpie_throughput(m)},
+          {"latency", magpie_latency(m)},
+          {"failures_by_reason", m.failures_by_reason},
+          {"peak_concurrency", m.peak_concurrency},
+          {"max_concurrent_requests", m.max_concurrent_requests},
+          {"not_sent", result.not_sent},
+          {"client", client_overhead_json(m, result)},
+          {"raw_result_path", (case_dir / "benchmark_serving_result.json").string()},
+          {"requests_path", (case_dir / "requests.jsonl").string()}};
       if (m.itl_per_token.count) cj["latency"]["itl_per_token"] = magpie_latency(m)["itl"];
       report["cases"].push_back(cj);
       if (ci == 0 || !report["throughput"].is_object()) {
@@ -224,28 +250,34 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       if (result.server_died) {
         complete = false;
         auto status = server->exit_status();
-        add_error(fmt::format("server died during case {} ({}); {} of {} requests completed, {} failed, {} never "
-                              "sent; report is partial", w.label(), status.empty() ? "no longer answering" : status,
-                              m.completed, n, m.failed, result.not_sent));
+        add_error(fmt::format(
+            "server died during case {} ({}); {} of {} requests completed, {} failed, {} never "
+            "sent; report is partial",
+            w.label(), status.empty() ? "no longer answering" : status, m.completed, n, m.failed,
+            result.not_sent));
         break;
       }
       if (result.interrupted) {
         complete = false;
-        add_error(fmt::format("interrupted during case {}; report holds what was measured", w.label()));
+        add_error(
+            fmt::format("interrupted during case {}; report holds what was measured", w.label()));
         break;
       }
       if (m.completed == 0) {
-        add_error(fmt::format("case {}: every request failed ({})", w.label(),
-                              m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
+        add_error(
+            fmt::format("case {}: every request failed ({})", w.label(),
+                        m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
         if (c.on_failure == "abort") break;
       }
     }
     if (server->alive()) {
       auto after = scrape_metrics(endpoint);
-      report["server_metrics"] = prometheus_summary(before, after, c.framework == "vllm" ? "vllm:" : "");
+      report["server_metrics"] =
+          prometheus_summary(before, after, c.framework == "vllm" ? "vllm:" : "");
     }
     if (c.torch_profiler && profiled) {
-      auto trace_dir = server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
+      auto trace_dir =
+          server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
       size_t traces = server->alive() ? wait_for_traces(trace_dir, 180) : 0;
       report["torch_trace_dir"] = trace_dir.string();
       report["torch_trace_files"] = traces;
@@ -261,23 +293,27 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       }
     }
     if (c.tracelens) {
-      auto trace_dir = server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
+      auto trace_dir =
+          server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
       if (!profiled) {
-        report["tracelens_analysis"] = {{"enabled", true}, {"output_files", nlohmann::json::array()},
-                                        {"errors", {"tracelens needs profiler.torch_profiler.enabled"}}};
+        report["tracelens_analysis"] = {
+            {"enabled", true},
+            {"output_files", nlohmann::json::array()},
+            {"errors", {"tracelens needs profiler.torch_profiler.enabled"}}};
       } else {
         analysis::TraceLensOptions tl;
         tl.trace = trace_dir;
         tl.output_dir = ws;
-        if (fs::is_directory(trace_dir / "capture_traces")) tl.capture_dir = trace_dir / "capture_traces";
+        if (fs::is_directory(trace_dir / "capture_traces"))
+          tl.capture_dir = trace_dir / "capture_traces";
         tl.isl = cases.front().input_len;
         tl.osl = cases.front().output_len;
         tl.conc = cases.front().concurrency;
         try {
           report["tracelens_analysis"] = analysis::run_tracelens(tl);
         } catch (const Error& e) {
-          report["tracelens_analysis"] = {{"enabled", true}, {"output_files", nlohmann::json::array()},
-                                          {"errors", {e.what()}}};
+          report["tracelens_analysis"] = {
+              {"enabled", true}, {"output_files", nlohmann::json::array()}, {"errors", {e.what()}}};
         }
       }
     }

@@ -4,7 +4,6 @@
 // failing), what was measured is written, marked complete or not.
 #include <atomic>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "serve/benchmark_config.hpp"
@@ -12,7 +11,7 @@
 namespace magpie::serve {
 
 struct RunContext {
-  bool progress = false;                  // live line on stderr
+  bool progress = false;  // live line on stderr
   bool verbose = false;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT
 };

@@ -36,14 +36,15 @@ std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
   if (o.input_len < 1 || o.output_len < 1)
     throw Error(ErrorKind::kUsage, "input and output lengths must be at least 1");
   if (o.range_ratio < 0 || o.range_ratio >= 1)
-    throw Error(ErrorKind::kUsage, fmt::format("range ratio must be in [0, 1), got {}", o.range_ratio));
-  if (o.token_id_max <= o.token_id_min)
-    throw Error(ErrorKind::kUsage, "token id range is empty");
+    throw Error(ErrorKind::kUsage,
+                fmt::format("range ratio must be in [0, 1), got {}", o.range_ratio));
+  if (o.token_id_max <= o.token_id_min) throw Error(ErrorKind::kUsage, "token id range is empty");
   std::mt19937_64 rng(o.seed);
   auto lo_hi = [&](int64_t len) {
     auto lo = static_cast<int64_t>(static_cast<double>(len) * (1 - o.range_ratio));
     auto hi = static_cast<int64_t>(static_cast<double>(len) * (1 + o.range_ratio));
-    return std::uniform_int_distribution<int64_t>(std::max<int64_t>(1, lo), std::max<int64_t>(1, hi));
+    return std::uniform_int_distribution<int64_t>(std::max<int64_t>(1, lo),
+                                                  std::max<int64_t>(1, hi));
   };
   auto in_dist = lo_hi(o.input_len);
   auto out_dist = lo_hi(o.output_len);
@@ -88,13 +89,15 @@ std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
     p.prompt_len = estimate_tokens(p.text);
     p.output_len = estimate_tokens(a["value"].get_ref<const std::string&>());
     // vLLM drops very short and very long pairs; so do we (by estimate).
-    if (p.prompt_len < 4 || p.output_len < 4 || p.prompt_len > 1024 || p.prompt_len + p.output_len > 2048)
+    if (p.prompt_len < 4 || p.output_len < 4 || p.prompt_len > 1024 ||
+        p.prompt_len + p.output_len > 2048)
       continue;
     prompts.push_back(std::move(p));
   }
   shuffle_and_cut(prompts, options);
   if (prompts.empty())
-    throw Error(ErrorKind::kBadFormat, "no usable conversations in ShareGPT dataset", path.string());
+    throw Error(ErrorKind::kBadFormat, "no usable conversations in ShareGPT dataset",
+                path.string());
   return prompts;
 }
 
@@ -120,7 +123,8 @@ std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
       p.text = t->get<std::string>();
       p.prompt_len = estimate_tokens(p.text);
     } else {
-      throw Error(ErrorKind::kBadFormat, "JSONL line needs \"prompt\" or \"prompt_token_ids\"", where);
+      throw Error(ErrorKind::kBadFormat, "JSONL line needs \"prompt\" or \"prompt_token_ids\"",
+                  where);
     }
     p.output_len = j.value("output_len", j.value("max_tokens", int64_t{256}));
     prompts.push_back(std::move(p));

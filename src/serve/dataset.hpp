@@ -14,31 +14,33 @@ namespace magpie::serve {
 struct Prompt {
   std::vector<int32_t> token_ids;  // used when non-empty
   std::string text;
-  int64_t prompt_len = 0;          // tokens; an estimate for text prompts until usage arrives
-  int64_t output_len = 0;          // max_tokens
+  int64_t prompt_len = 0;  // tokens; an estimate for text prompts until usage arrives
+  int64_t output_len = 0;  // max_tokens
 };
 
 struct RandomDatasetOptions {
   size_t num_prompts = 0;
   int64_t input_len = 1024, output_len = 512;
-  double range_ratio = 0.0;       // lengths uniform in [len·(1−r), len·(1+r)], as vLLM
-  int64_t prefix_len = 0;         // shared prefix tokens prepended to every prompt
-  int32_t token_id_min = 100;     // avoid special tokens at the bottom of most vocabularies
-  int32_t token_id_max = 30000;   // exclusive; keep below the model's vocab size
+  double range_ratio = 0.0;      // lengths uniform in [len·(1−r), len·(1+r)], as vLLM
+  int64_t prefix_len = 0;        // shared prefix tokens prepended to every prompt
+  int32_t token_id_min = 100;    // avoid special tokens at the bottom of most vocabularies
+  int32_t token_id_max = 30000;  // exclusive; keep below the model's vocab size
   uint64_t seed = 0;
 };
 std::vector<Prompt> random_dataset(const RandomDatasetOptions& options);
 
 struct FileDatasetOptions {
-  size_t num_prompts = 0;          // 0 = all
+  size_t num_prompts = 0;             // 0 = all
   std::optional<int64_t> output_len;  // overrides per-record lengths
-  uint64_t seed = 0;               // shuffle seed; 0 keeps file order
+  uint64_t seed = 0;                  // shuffle seed; 0 keeps file order
 };
 // ShareGPT: a JSON list of {"conversations": [{"from": "human"|"gpt", "value": ...}, ...]};
 // the first human turn is the prompt and the reply's length (chars/4) the output length.
-std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path, const FileDatasetOptions& options);
+std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
+                                     const FileDatasetOptions& options);
 // JSONL: one object a line with "prompt" (text) or "prompt_token_ids", and optional
 // "output_len" / "max_tokens".
-std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path, const FileDatasetOptions& options);
+std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
+                                  const FileDatasetOptions& options);
 
 }  // namespace magpie::serve

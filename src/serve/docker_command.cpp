@@ -13,11 +13,14 @@ GpuVendor vendor_for_arch(const std::string& arch) {
 std::string default_image(Framework f, const std::string& arch) {
   bool amd = vendor_for_arch(arch) == GpuVendor::kAmd;
   switch (f) {
-    case Framework::kVllm: return amd ? "vllm/vllm-openai-rocm:latest" : "vllm/vllm-openai:latest";
+    case Framework::kVllm:
+      return amd ? "vllm/vllm-openai-rocm:latest" : "vllm/vllm-openai:latest";
     case Framework::kSglang:
       return amd ? "lmsysorg/sglang:latest-rocm" : "lmsysorg/sglang:latest-cu130-amd64-runtime";
     case Framework::kAtom:
-      if (!amd) throw Error(ErrorKind::kUsage, "ATOM images exist for AMD GPUs only; set gpu_arch: gfx942 or docker_image");
+      if (!amd)
+        throw Error(ErrorKind::kUsage,
+                    "ATOM images exist for AMD GPUs only; set gpu_arch: gfx942 or docker_image");
       return "rocm/atom:latest";
   }
   return {};
@@ -25,15 +28,19 @@ std::string default_image(Framework f, const std::string& arch) {
 
 std::vector<std::string> docker_run_argv(const DockerSpec& s) {
   if (s.image.empty()) throw Error(ErrorKind::kUsage, "docker mode needs an image");
-  std::vector<std::string> a = {"docker", "run", "--rm", "--name", s.container_name,
-                                "--network", "host", "--ipc", "host", "--shm-size", s.shm_size};
+  std::vector<std::string> a = {"docker",         "run",        "--rm",    "--name",
+                                s.container_name, "--network",  "host",    "--ipc",
+                                "host",           "--shm-size", s.shm_size};
   switch (s.vendor) {
-    case GpuVendor::kNvidia: a.insert(a.end(), {"--gpus", "all"}); break;
+    case GpuVendor::kNvidia:
+      a.insert(a.end(), {"--gpus", "all"});
+      break;
     case GpuVendor::kAmd:
       a.insert(a.end(), {"--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
                          "--security-opt", "seccomp=unconfined"});
       break;
-    case GpuVendor::kNone: break;
+    case GpuVendor::kNone:
+      break;
   }
   for (const auto& [host, container] : s.volumes) a.insert(a.end(), {"-v", host + ":" + container});
   for (const auto& [k, v] : s.env) a.insert(a.end(), {"-e", k + "=" + v});

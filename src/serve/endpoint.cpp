@@ -40,7 +40,8 @@ Endpoint Endpoint::parse(std::string_view url) {
     ep.port = static_cast<uint16_t>(value);
   }
   if (ep.host.empty()) throw bad("missing host");
-  if (ep.host.front() == '[' && ep.host.back() == ']') ep.host = ep.host.substr(1, ep.host.size() - 2);
+  if (ep.host.front() == '[' && ep.host.back() == ']')
+    ep.host = ep.host.substr(1, ep.host.size() - 2);
   return ep;
 }
 

@@ -10,14 +10,18 @@ Framework parse_framework(const std::string& name) {
   if (name == "vllm") return Framework::kVllm;
   if (name == "sglang") return Framework::kSglang;
   if (name == "atom") return Framework::kAtom;
-  throw Error(ErrorKind::kUsage, fmt::format("unknown framework '{}': use vllm, sglang or atom", name));
+  throw Error(ErrorKind::kUsage,
+              fmt::format("unknown framework '{}': use vllm, sglang or atom", name));
 }
 
 const char* to_string(Framework f) {
   switch (f) {
-    case Framework::kVllm: return "vllm";
-    case Framework::kSglang: return "sglang";
-    case Framework::kAtom: return "atom";
+    case Framework::kVllm:
+      return "vllm";
+    case Framework::kSglang:
+      return "sglang";
+    case Framework::kAtom:
+      return "atom";
   }
   return "?";
 }
@@ -28,18 +32,28 @@ std::vector<std::string> engine_argv(const EngineSpec& s) {
   auto tp = std::to_string(s.tp);
   switch (s.framework) {
     case Framework::kVllm:
-      a = {s.vllm_executable, "serve", s.model, "--host", s.host, "--port", port,
+      a = {s.vllm_executable,        "serve", s.model, "--host", s.host, "--port", port,
            "--tensor-parallel-size", tp};
       if (s.gpu) a.insert(a.end(), {"--gpu-memory-utilization", "0.95"});
       if (!s.max_model_len.empty()) a.insert(a.end(), {"--max-model-len", s.max_model_len});
       a.push_back("--trust-remote-code");
       break;
     case Framework::kSglang:
-      a = {s.python, "-m", "sglang.launch_server", "--model-path", s.model, "--host", s.host,
-           "--port", port, "--trust-remote-code", "--tensor-parallel-size", tp};
+      a = {s.python,
+           "-m",
+           "sglang.launch_server",
+           "--model-path",
+           s.model,
+           "--host",
+           s.host,
+           "--port",
+           port,
+           "--trust-remote-code",
+           "--tensor-parallel-size",
+           tp};
       break;
     case Framework::kAtom:
-      a = {s.python, "-m", "atom.entrypoints.openai_server", "--model", s.model, "-tp", tp,
+      a = {s.python,        "-m", "atom.entrypoints.openai_server", "--model", s.model, "-tp", tp,
            "--server-port", port};
       break;
   }
@@ -49,9 +63,12 @@ std::vector<std::string> engine_argv(const EngineSpec& s) {
 
 std::string profiler_dir_env(Framework f) {
   switch (f) {
-    case Framework::kVllm: return "VLLM_TORCH_PROFILER_DIR";
-    case Framework::kSglang: return "SGLANG_TORCH_PROFILER_DIR";
-    case Framework::kAtom: return "ATOM_TORCH_PROFILER_DIR";
+    case Framework::kVllm:
+      return "VLLM_TORCH_PROFILER_DIR";
+    case Framework::kSglang:
+      return "SGLANG_TORCH_PROFILER_DIR";
+    case Framework::kAtom:
+      return "ATOM_TORCH_PROFILER_DIR";
   }
   return {};
 }
@@ -63,8 +80,10 @@ std::vector<std::string> split_args(const std::string& s) {
   char quote = 0;
   for (char c : s) {
     if (quote) {
-      if (c == quote) quote = 0;
-      else cur.push_back(c);
+      if (c == quote)
+        quote = 0;
+      else
+        cur.push_back(c);
     } else if (c == '\'' || c == '"') {
       quote = c;
       have = true;
@@ -86,15 +105,19 @@ std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out.push_back(' ');
-    bool plain = !a.empty() && a.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == std::string::npos;
+    bool plain = !a.empty() &&
+                 a.find_first_not_of(
+                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") ==
+                     std::string::npos;
     if (plain) {
       out += a;
     } else {
       out.push_back('\'');
       for (char c : a) {
-        if (c == '\'') out += "'\\''";
-        else out.push_back(c);
+        if (c == '\'')
+          out += "'\\''";
+        else
+          out.push_back(c);
       }
       out.push_back('\'');
     }

@@ -17,11 +17,11 @@ struct EngineSpec {
   std::string host = "127.0.0.1";
   int port = 8000;
   int tp = 1;
-  std::string max_model_len;          // empty = engine default
+  std::string max_model_len;            // empty = engine default
   std::vector<std::string> extra_args;  // EXTRA_{VLLM,SGLANG,ATOM}_ARGS, split on whitespace
-  std::string python = "python3";     // for sglang/atom module launches
+  std::string python = "python3";       // for sglang/atom module launches
   std::string vllm_executable = "vllm";
-  bool gpu = true;                    // --gpu-memory-utilization only means something on a GPU
+  bool gpu = true;  // --gpu-memory-utilization only means something on a GPU
 };
 
 std::vector<std::string> engine_argv(const EngineSpec& spec);

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -47,22 +47,35 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
   spec.tp = std::stoi(c.env("TP", "1"));
   spec.max_model_len = c.env("MAX_MODEL_LEN");
   spec.gpu = c.engine_gpu;
-  const char* extra_key = fw == Framework::kVllm ? "EXTRA_VLLM_ARGS"
-                          : fw == Framework::kSglang ? "EXTRA_SGLANG_ARGS" : "EXTRA_ATOM_ARGS";
+  const char* extra_key = fw == Framework::kVllm     ? "EXTRA_VLLM_ARGS"
+                          : fw == Framework::kSglang ? "EXTRA_SGLANG_ARGS"
+                                                     : "EXTRA_ATOM_ARGS";
   spec.extra_args = split_args(c.env(extra_key));
-  spec.extra_args.insert(spec.extra_args.end(), c.engine_extra_args.begin(), c.engine_extra_args.end());
+  spec.extra_args.insert(spec.extra_args.end(), c.engine_extra_args.begin(),
+                         c.engine_extra_args.end());
   if (!c.engine_executable.empty()) {
-    if (fw == Framework::kVllm) spec.vllm_executable = c.engine_executable;
-    else spec.python = c.engine_executable;
+    if (fw == Framework::kVllm)
+      spec.vllm_executable = c.engine_executable;
+    else
+      spec.python = c.engine_executable;
   }
   plan.endpoint.host = "127.0.0.1";
   plan.endpoint.port = static_cast<uint16_t>(spec.port);
   // Every env key that is not one of Magpie's workload knobs goes to the server.
-  static const std::vector<std::string> kWorkloadKeys = {
-      "TP", "CONC", "ISL", "OSL", "RANDOM_RANGE_RATIO", "NUM_PROMPTS", "MAX_MODEL_LEN", "PORT",
-      "EXTRA_VLLM_ARGS", "EXTRA_SGLANG_ARGS", "EXTRA_ATOM_ARGS"};
+  static const std::vector<std::string> kWorkloadKeys = {"TP",
+                                                         "CONC",
+                                                         "ISL",
+                                                         "OSL",
+                                                         "RANDOM_RANGE_RATIO",
+                                                         "NUM_PROMPTS",
+                                                         "MAX_MODEL_LEN",
+                                                         "PORT",
+                                                         "EXTRA_VLLM_ARGS",
+                                                         "EXTRA_SGLANG_ARGS",
+                                                         "EXTRA_ATOM_ARGS"};
   for (const auto& [k, v] : c.envs)
-    if (std::find(kWorkloadKeys.begin(), kWorkloadKeys.end(), k) == kWorkloadKeys.end()) plan.env[k] = v;
+    if (std::find(kWorkloadKeys.begin(), kWorkloadKeys.end(), k) == kWorkloadKeys.end())
+      plan.env[k] = v;
   if (c.torch_profiler) {
     plan.profiler_dir = fs::absolute(workspace / "torch_trace");
     plan.env[profiler_dir_env(fw)] = plan.profiler_dir.string();
@@ -117,21 +130,25 @@ std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>*
   std::string last;
   auto fail = [&](const std::string& why) {
     std::string tail = plan_.mode == "endpoint" ? "" : log_tail_lines(plan_.log_path, 25);
-    return Error(ErrorKind::kInternal,
-                 fmt::format("server at {} {}{}", plan_.endpoint.url(), why,
-                             tail.empty() ? "" : "; last lines of " + plan_.log_path.string() + ":\n" + tail));
+    return Error(
+        ErrorKind::kInternal,
+        fmt::format(
+            "server at {} {}{}", plan_.endpoint.url(), why,
+            tail.empty() ? "" : "; last lines of " + plan_.log_path.string() + ":\n" + tail));
   };
   while (true) {
     if (stop && stop->load()) throw fail("was not ready when interrupted");
     if (plan_.mode != "endpoint" && !process_.running())
       throw fail(fmt::format("exited before it was ready ({})", process_.exit_status()));
     if (!healthy) {
-      auto r = http_request(plan_.endpoint, "GET", plan_.endpoint.target("/health"), "", std::chrono::seconds(5));
+      auto r = http_request(plan_.endpoint, "GET", plan_.endpoint.target("/health"), "",
+                            std::chrono::seconds(5));
       healthy = r.ok && r.status == 200;
       last = r.ok ? fmt::format("/health answered {}", r.status) : r.error;
     }
     if (healthy) {
-      auto r = http_request(plan_.endpoint, "GET", plan_.endpoint.target("/v1/models"), "", std::chrono::seconds(10));
+      auto r = http_request(plan_.endpoint, "GET", plan_.endpoint.target("/v1/models"), "",
+                            std::chrono::seconds(10));
       if (r.ok && r.status == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j.contains("data") && j["data"].is_array() && !j["data"].empty() &&
@@ -158,7 +175,8 @@ void EngineServer::shutdown() {
     ServerProcess stopper;
     try {
       stopper.start(docker_stop_argv(plan_.container_name), {}, plan_.log_path);
-      for (int i = 0; i < 200 && stopper.running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 200 && stopper.running(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     } catch (const Error&) {
     }
   }
@@ -181,8 +199,10 @@ std::string model_revision(const std::string& model, const std::string& hf_cache
   auto cache = home_path(hf_cache_path.empty() ? "~/.cache/huggingface" : hf_cache_path);
   std::string dir = "models--";
   for (char ch : model) {
-    if (ch == '/') dir += "--";
-    else dir.push_back(ch);
+    if (ch == '/')
+      dir += "--";
+    else
+      dir.push_back(ch);
   }
   std::ifstream ref(fs::path(cache) / "hub" / dir / "refs" / "main");
   std::string rev;

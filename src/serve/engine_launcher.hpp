@@ -7,11 +7,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "serve/benchmark_config.hpp"
 #include "serve/endpoint.hpp"

@@ -71,16 +71,17 @@ struct StreamingHttpClient::Impl : std::enable_shared_from_this<StreamingHttpCli
       if (ec) return finish(ex, {StreamEnd::Kind::kConnectFailed, 0, "resolve: " + ec.message()});
       for (const auto& r : results) addresses.push_back(r.endpoint());
     }
-    ex->conn->stream.async_connect(addresses, [this, ex](beast::error_code ec, const tcp::endpoint&) {
-      if (ex->cancelled) return finish(ex, {StreamEnd::Kind::kCancelled, 0, "cancelled"});
-      if (ec) {
-        auto kind = ec == beast::error::timeout ? StreamEnd::Kind::kTimeout
-                                                : StreamEnd::Kind::kConnectFailed;
-        return finish(ex, {kind, 0, "connect: " + ec.message()});
-      }
-      ex->conn->stream.socket().set_option(tcp::no_delay(true));
-      send(ex);
-    });
+    ex->conn->stream.async_connect(
+        addresses, [this, ex](beast::error_code ec, const tcp::endpoint&) {
+          if (ex->cancelled) return finish(ex, {StreamEnd::Kind::kCancelled, 0, "cancelled"});
+          if (ec) {
+            auto kind = ec == beast::error::timeout ? StreamEnd::Kind::kTimeout
+                                                    : StreamEnd::Kind::kConnectFailed;
+            return finish(ex, {kind, 0, "connect: " + ec.message()});
+          }
+          ex->conn->stream.socket().set_option(tcp::no_delay(true));
+          send(ex);
+        });
   }
 
   void send(const std::shared_ptr<Exchange>& ex) {
@@ -165,7 +166,8 @@ void StreamingHttpClient::post(std::string target, std::string body,
   ex->timeout = timeout;
   ex->handlers = std::move(handlers);
   ex->request = http::request<http::string_body>(http::verb::post, target, 11);
-  ex->request.set(http::field::host, impl_->endpoint.host + ":" + std::to_string(impl_->endpoint.port));
+  ex->request.set(http::field::host,
+                  impl_->endpoint.host + ":" + std::to_string(impl_->endpoint.port));
   ex->request.set(http::field::content_type, "application/json");
   ex->request.set(http::field::accept, "text/event-stream");
   ex->request.set(http::field::user_agent, "magpie");
@@ -212,22 +214,23 @@ HttpResult http_request(const Endpoint& endpoint, std::string_view method, std::
   auto fail = [&](const char* stage, beast::error_code ec) {
     result.error = std::string(stage) + ": " + ec.message();
   };
-  resolver.async_resolve(endpoint.host, std::to_string(endpoint.port),
-                         [&](beast::error_code ec, tcp::resolver::results_type results) {
-    if (ec) return fail("resolve", ec);
-    stream.async_connect(results, [&](beast::error_code ec2, const tcp::endpoint&) {
-      if (ec2) return fail("connect", ec2);
-      http::async_write(stream, req, [&](beast::error_code ec3, size_t) {
-        if (ec3) return fail("write", ec3);
-        http::async_read(stream, buffer, parser, [&](beast::error_code ec4, size_t) {
-          if (ec4) return fail("read", ec4);
-          result.ok = true;
-          result.status = static_cast<int>(parser.get().result_int());
-          result.body = std::move(parser.get().body());
+  resolver.async_resolve(
+      endpoint.host, std::to_string(endpoint.port),
+      [&](beast::error_code ec, tcp::resolver::results_type results) {
+        if (ec) return fail("resolve", ec);
+        stream.async_connect(results, [&](beast::error_code ec2, const tcp::endpoint&) {
+          if (ec2) return fail("connect", ec2);
+          http::async_write(stream, req, [&](beast::error_code ec3, size_t) {
+            if (ec3) return fail("write", ec3);
+            http::async_read(stream, buffer, parser, [&](beast::error_code ec4, size_t) {
+              if (ec4) return fail("read", ec4);
+              result.ok = true;
+              result.status = static_cast<int>(parser.get().result_int());
+              result.body = std::move(parser.get().body());
+            });
+          });
         });
       });
-    });
-  });
   io.run_for(timeout + std::chrono::milliseconds(100));
   if (!result.ok && result.error.empty()) result.error = "timed out";
   return result;

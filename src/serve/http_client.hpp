@@ -57,7 +57,7 @@ class StreamingHttpClient {
 };
 
 struct HttpResult {
-  bool ok = false;   // a response arrived (any status)
+  bool ok = false;  // a response arrived (any status)
   int status = 0;
   std::string body;
   std::string error;  // transport error when !ok

@@ -46,7 +46,8 @@ class Run {
     infinite_rate_ = std::isinf(o_.arrivals.request_rate);
     if (o_.duration_s > 0) {
       if (infinite_rate_ && o_.max_concurrency == 0)
-        throw Error(ErrorKind::kUsage, "a duration-bounded run at rate inf needs --max-concurrency");
+        throw Error(ErrorKind::kUsage,
+                    "a duration-bounded run at rate inf needs --max-concurrency");
       if (!infinite_rate_) offsets_ = arrival_offsets_for(o_.duration_s, o_.arrivals);
     } else {
       offsets_ = arrival_offsets(o_.num_prompts, o_.arrivals);
@@ -134,7 +135,8 @@ class Run {
     r.queue_s = queue_s;
     r.overhead_s = secs(live->start - p.ready).count();
     ++in_flight_;
-    result_.peak_concurrency = std::max<int64_t>(result_.peak_concurrency, static_cast<int64_t>(in_flight_));
+    result_.peak_concurrency =
+        std::max<int64_t>(result_.peak_concurrency, static_cast<int64_t>(in_flight_));
     StreamHandlers h;
     h.on_status = [live](int status) { live->record.http_status = status; };
     h.on_body = [this, live](std::string_view bytes, Clock::time_point t) {
@@ -147,7 +149,8 @@ class Run {
       for (auto& ev : live->events) live->reader.on_event(ev);
       if (phase_ == Phase::kMeasure) {
         auto now = Clock::now();
-        for (const auto& ev : live->events) result_.record_lag_s.push_back(secs(now - ev.complete).count());
+        for (const auto& ev : live->events)
+          result_.record_lag_s.push_back(secs(now - ev.complete).count());
       }
       live->events.clear();
     };
@@ -233,7 +236,8 @@ class Run {
       interrupted_ = interrupted;
       result_.interrupted = interrupted;
       result_.server_died = dead;
-      result_.not_sent = waiting_.size() + (planned() == SIZE_MAX ? 0 : planned() - std::min(next_, planned()));
+      result_.not_sent =
+          waiting_.size() + (planned() == SIZE_MAX ? 0 : planned() - std::min(next_, planned()));
       waiting_.clear();
       arrival_.cancel();
       // Ctrl-C aborts what is in flight; after a server death the sockets fail by themselves.
@@ -241,15 +245,19 @@ class Run {
       maybe_stop_io();
     }
     if (duration_mode() && !infinite_rate_ && next_ >= planned()) maybe_stop_io();
-    if (o_.progress && phase_ == Phase::kMeasure && now - last_progress_ > std::chrono::milliseconds(500)) {
+    if (o_.progress && phase_ == Phase::kMeasure &&
+        now - last_progress_ > std::chrono::milliseconds(500)) {
       last_progress_ = now;
       double elapsed = secs(now - t0_).count();
       auto done = result_.records.size();
-      std::string total = planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned());
-      std::cerr << fmt::format("\r  {}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s   ",
-                               done, total, in_flight_, waiting_.size(), failed_,
-                               elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed)
-                << std::flush;
+      std::string total =
+          planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned());
+      std::cerr
+          << fmt::format(
+                 "\r  {}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s   ",
+                 done, total, in_flight_, waiting_.size(), failed_,
+                 elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed)
+          << std::flush;
     }
   }
 

@@ -25,8 +25,8 @@ struct LoadOptions {
   size_t num_prompts = 0;       // measured requests; 0 with duration_s > 0
   double duration_s = 0;        // > 0: send until then, then drain
   ArrivalOptions arrivals;
-  size_t max_concurrency = 0;   // 0 = unbounded
-  size_t warmups = 0;           // sent first (first prompt, same cap), not measured
+  size_t max_concurrency = 0;  // 0 = unbounded
+  size_t warmups = 0;          // sent first (first prompt, same cap), not measured
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
   std::function<void(const RequestRecord&)> on_record;  // each finished request, as it finishes
   bool progress = false;                                // live line on stderr
@@ -39,8 +39,8 @@ struct LoadResult {
   std::vector<RequestRecord> records;  // measured requests in completion order
   double duration_s = 0;               // first scheduled send → last completion
   int64_t peak_concurrency = 0;
-  size_t not_sent = 0;                 // scheduled but never sent (stopped early)
-  bool interrupted = false;            // Ctrl-C
+  size_t not_sent = 0;       // scheduled but never sent (stopped early)
+  bool interrupted = false;  // Ctrl-C
   bool server_died = false;
   size_t connections_opened = 0;
   // Client-added latency samples (seconds): each event's first byte → its record.

@@ -1,7 +1,6 @@
 #include "serve/openai_stream.hpp"
 
 #include <fmt/format.h>
-
 #include <simdjson.h>
 
 #include <utility>
@@ -45,7 +44,8 @@ bool read_choice(sj::value v, EventFacts& f) {
         if (std::move(dr).get(df)) return false;
         std::string_view dk;
         if (df.unescaped_key().get(dk)) return false;
-        if (dk == "content" || dk == "reasoning" || dk == "reasoning_content") f.text_chars += string_length(df.value());
+        if (dk == "content" || dk == "reasoning" || dk == "reasoning_content")
+          f.text_chars += string_length(df.value());
       }
     }
   }
@@ -73,8 +73,10 @@ bool read_event(std::string& data, EventFacts& f) {
       sj::object eo;
       std::string_view msg;
       if (!v.get_object().get(eo)) {
-        if (!eo.find_field_unordered("message").get_string().get(msg)) f.error = std::string(msg);
-        else f.error = "error event";
+        if (!eo.find_field_unordered("message").get_string().get(msg))
+          f.error = std::string(msg);
+        else
+          f.error = "error event";
       } else if (!v.get_string().get(msg)) {
         f.error = std::string(msg);
       } else {
@@ -89,8 +91,10 @@ bool read_event(std::string& data, EventFacts& f) {
         std::string_view uk;
         if (uf.unescaped_key().get(uk)) return false;
         int64_t n = 0;
-        if (uk == "completion_tokens" && !uf.value().get_int64().get(n)) f.completion_tokens = n;
-        else if (uk == "prompt_tokens" && !uf.value().get_int64().get(n)) f.prompt_tokens = n;
+        if (uk == "completion_tokens" && !uf.value().get_int64().get(n))
+          f.completion_tokens = n;
+        else if (uk == "prompt_tokens" && !uf.value().get_int64().get(n))
+          f.prompt_tokens = n;
       }
     } else if (key == "choices") {
       sj::array a;

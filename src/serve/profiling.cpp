@@ -21,8 +21,9 @@ std::string post_profile(const Endpoint& ep, const char* path) {
   auto r = http_request(ep, "POST", ep.target(path), "", std::chrono::minutes(5));
   if (!r.ok) return fmt::format("POST {}: {}", path, r.error);
   if (r.status != 200)
-    return fmt::format("POST {} answered HTTP {} (was the server launched with a profiler dir?): {:.300}",
-                       path, r.status, r.body);
+    return fmt::format(
+        "POST {} answered HTTP {} (was the server launched with a profiler dir?): {:.300}", path,
+        r.status, r.body);
   return {};
 }
 
@@ -30,8 +31,8 @@ uintmax_t dir_bytes(const fs::path& dir, size_t& files) {
   uintmax_t total = 0;
   files = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     auto name = it->path().filename().string();
     if (name.find(".json") == std::string::npos) continue;
@@ -43,11 +44,16 @@ uintmax_t dir_bytes(const fs::path& dir, size_t& files) {
 
 }  // namespace
 
-std::string start_profile(const Endpoint& endpoint) { return post_profile(endpoint, "/start_profile"); }
-std::string stop_profile(const Endpoint& endpoint) { return post_profile(endpoint, "/stop_profile"); }
+std::string start_profile(const Endpoint& endpoint) {
+  return post_profile(endpoint, "/start_profile");
+}
+std::string stop_profile(const Endpoint& endpoint) {
+  return post_profile(endpoint, "/stop_profile");
+}
 
 size_t wait_for_traces(const fs::path& dir, double timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   uintmax_t last = 0;
   int stable = 0;
   size_t files = 0;
@@ -82,8 +88,9 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
     }
     // A CPU-only server's trace has no kernels; its cpu_op events still show
     // where the time goes, so rank those instead of reporting nothing.
-    out.notes.push_back("the traces hold no GPU kernel events (CPU-only server): gap analysis ran over "
-                        "cpu_op events instead");
+    out.notes.push_back(
+        "the traces hold no GPU kernel events (CPU-only server): gap analysis ran over "
+        "cpu_op events instead");
     options.config.categories = {"cpu_op"};
     try {
       result = analysis::run_gap_analysis(trace_dir, options);
@@ -92,7 +99,8 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
       return out;
     }
   }
-  auto files = analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
+  auto files =
+      analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
   out.block = analysis::gap_analysis_json(result, files);
   for (const auto& note : out.notes) out.block["notes"].push_back(note);
   if (out.block.contains("top_kernels")) {

@@ -3,9 +3,8 @@
 // /stop_profile after, then wait for the server to finish writing its torch
 // traces into <workspace>/torch_trace and run gap analysis on them.
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serve/benchmark_config.hpp"
 #include "serve/endpoint.hpp"
@@ -21,7 +20,7 @@ std::string stop_profile(const Endpoint& endpoint);
 size_t wait_for_traces(const std::filesystem::path& dir, double timeout_s);
 
 struct GapOutcome {
-  nlohmann::json block;           // benchmark_report.gap_analysis
+  nlohmann::json block;                                     // benchmark_report.gap_analysis
   nlohmann::json kernel_summary = nlohmann::json::array();  // [{name, time_ms, percent, calls}]
   nlohmann::json top_bottlenecks = nlohmann::json::array();
   std::vector<std::string> errors;
@@ -31,6 +30,7 @@ struct GapOutcome {
 // Gap analysis over the traces; when they hold no GPU kernels (a CPU-only
 // server) it re-runs over cpu_op events and says so instead of failing.
 GapOutcome run_profile_gap_analysis(const std::filesystem::path& trace_dir,
-                                    const std::filesystem::path& output_dir, const GapSettings& settings);
+                                    const std::filesystem::path& output_dir,
+                                    const GapSettings& settings);
 
 }  // namespace magpie::serve

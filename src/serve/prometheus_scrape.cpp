@@ -78,7 +78,8 @@ nlohmann::json prometheus_summary(const PrometheusScrape& before, const Promethe
     if (name.find("_created{") != std::string::npos || name.ends_with("_created")) continue;
     if (!std::isfinite(value)) continue;
     after_values[name] = value;
-    if (auto it = before.samples.find(name); it != before.samples.end() && std::isfinite(it->second))
+    if (auto it = before.samples.find(name);
+        it != before.samples.end() && std::isfinite(it->second))
       delta[name] = value - it->second;
   }
   return j;

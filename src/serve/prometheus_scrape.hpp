@@ -3,10 +3,9 @@
 // server's own view (queue depth, KV-cache use, token counters, latency
 // histograms) next to the client's.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "serve/endpoint.hpp"
 

@@ -11,7 +11,7 @@ enum class ApiKind { kCompletions, kChat };
 struct RequestOptions {
   ApiKind api = ApiKind::kCompletions;
   std::string model;
-  bool ignore_eos = true;       // fixed output lengths, as Magpie's client runs
+  bool ignore_eos = true;  // fixed output lengths, as Magpie's client runs
   double temperature = 0.0;
   bool continuous_usage = false;  // usage in every chunk → per-token ITL
 };

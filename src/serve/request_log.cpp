@@ -6,7 +6,8 @@ namespace magpie::serve {
 
 RequestLog::RequestLog(const std::filesystem::path& path) {
   file_ = std::fopen(path.c_str(), "a");
-  if (!file_) throw Error(ErrorKind::kUnreadable, "cannot open request log for writing", path.string());
+  if (!file_)
+    throw Error(ErrorKind::kUnreadable, "cannot open request log for writing", path.string());
 }
 
 RequestLog::~RequestLog() {

@@ -4,16 +4,26 @@ namespace magpie::serve {
 
 const char* to_string(FailureReason reason) {
   switch (reason) {
-    case FailureReason::kNone: return "none";
-    case FailureReason::kHttpStatus: return "http_status";
-    case FailureReason::kStreamError: return "stream_error";
-    case FailureReason::kIncompleteStream: return "incomplete_stream";
-    case FailureReason::kMalformedSse: return "malformed_sse";
-    case FailureReason::kNoChunks: return "no_chunks";
-    case FailureReason::kTimeout: return "timeout";
-    case FailureReason::kConnectFailed: return "connect_failed";
-    case FailureReason::kTransport: return "transport";
-    case FailureReason::kCancelled: return "cancelled";
+    case FailureReason::kNone:
+      return "none";
+    case FailureReason::kHttpStatus:
+      return "http_status";
+    case FailureReason::kStreamError:
+      return "stream_error";
+    case FailureReason::kIncompleteStream:
+      return "incomplete_stream";
+    case FailureReason::kMalformedSse:
+      return "malformed_sse";
+    case FailureReason::kNoChunks:
+      return "no_chunks";
+    case FailureReason::kTimeout:
+      return "timeout";
+    case FailureReason::kConnectFailed:
+      return "connect_failed";
+    case FailureReason::kTransport:
+      return "transport";
+    case FailureReason::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

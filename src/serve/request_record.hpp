@@ -2,24 +2,23 @@
 // One request's measured life, kept compact: generated text is not stored
 // (only its length), so a long run's memory is its latency arrays.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace magpie::serve {
 
 enum class FailureReason : uint8_t {
   kNone,
-  kHttpStatus,         // non-200 response
-  kStreamError,        // a mid-stream {"error": ...} event (arrives with HTTP 200)
-  kIncompleteStream,   // the server closed the stream without [DONE]
-  kMalformedSse,       // an event whose data is not JSON
-  kNoChunks,           // [DONE] without any choice-bearing chunk (no TTFT)
+  kHttpStatus,        // non-200 response
+  kStreamError,       // a mid-stream {"error": ...} event (arrives with HTTP 200)
+  kIncompleteStream,  // the server closed the stream without [DONE]
+  kMalformedSse,      // an event whose data is not JSON
+  kNoChunks,          // [DONE] without any choice-bearing chunk (no TTFT)
   kTimeout,
   kConnectFailed,
-  kTransport,          // reset / broken pipe mid-exchange
-  kCancelled,          // Ctrl-C or shutdown
+  kTransport,  // reset / broken pipe mid-exchange
+  kCancelled,  // Ctrl-C or shutdown
 };
 const char* to_string(FailureReason reason);
 
@@ -30,19 +29,19 @@ struct RequestRecord {
   FailureReason failure = FailureReason::kNone;
   std::string error;
   int http_status = 0;
-  int64_t prompt_len = 0;         // tokens sent (exact for token-id prompts)
+  int64_t prompt_len = 0;  // tokens sent (exact for token-id prompts)
   int64_t expected_output_len = 0;
-  int64_t output_tokens = -1;     // usage.completion_tokens, -1 when the server sent none
+  int64_t output_tokens = -1;  // usage.completion_tokens, -1 when the server sent none
   int64_t usage_prompt_tokens = -1;
   size_t output_chars = 0;
   // All in seconds, as vLLM stores them.
-  double scheduled_s = 0;      // planned send time since the run's start
-  double start_s = 0;          // just before the POST (vLLM's `st`)
-  double queue_s = 0;          // waiting for a concurrency slot
-  double overhead_s = 0;       // start - scheduled - queue: the client's own lateness
+  double scheduled_s = 0;  // planned send time since the run's start
+  double start_s = 0;      // just before the POST (vLLM's `st`)
+  double queue_s = 0;      // waiting for a concurrency slot
+  double overhead_s = 0;   // start - scheduled - queue: the client's own lateness
   double ttft = 0;
-  double latency = 0;          // E2EL: last choice-bearing chunk - start
-  std::vector<double> itl;     // per chunk
+  double latency = 0;                 // E2EL: last choice-bearing chunk - start
+  std::vector<double> itl;            // per chunk
   std::vector<int32_t> chunk_tokens;  // per chunk when the server reports usage per chunk
 
   nlohmann::json to_json() const;

@@ -1,6 +1,7 @@
 #include "serve/server_process.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <fstream>
 #include <thread>
 
@@ -46,7 +46,8 @@ void ServerProcess::start(const std::vector<std::string>& argv,
   for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
   pid_t pid = ::fork();
-  if (pid < 0) throw Error(ErrorKind::kInternal, fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid < 0)
+    throw Error(ErrorKind::kInternal, fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
     ::setpgid(0, 0);
     ::dup2(log_fd, STDOUT_FILENO);

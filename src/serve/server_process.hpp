@@ -19,7 +19,7 @@ class ServerProcess {
   // Throws Error(kNotFound) when the program cannot be started.
   void start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
              const std::filesystem::path& log_path);
-  bool running();            // reaps the child when it has exited
+  bool running();                   // reaps the child when it has exited
   std::string exit_status() const;  // "exit 1", "killed by signal 9", or "" while running
   int pid() const { return pid_; }
 

@@ -133,17 +133,18 @@ ServingMetrics compute_metrics(const MetricsInput& in) {
 
 nlohmann::json vllm_result_json(const ServingMetrics& m, const std::vector<RequestRecord>& records,
                                 bool detailed) {
-  nlohmann::json j{{"duration", m.duration_s},
-                   {"completed", m.completed},
-                   {"failed", m.failed},
-                   {"total_input_tokens", m.total_input},
-                   {"total_output_tokens", m.total_output},
-                   {"request_throughput", m.request_throughput},
-                   {"request_goodput", m.has_goodput ? nlohmann::json(m.request_goodput) : nlohmann::json()},
-                   {"output_throughput", m.output_throughput},
-                   {"total_token_throughput", m.total_token_throughput},
-                   {"max_output_tokens_per_s", m.max_output_tokens_per_s},
-                   {"max_concurrent_requests", m.max_concurrent_requests}};
+  nlohmann::json j{
+      {"duration", m.duration_s},
+      {"completed", m.completed},
+      {"failed", m.failed},
+      {"total_input_tokens", m.total_input},
+      {"total_output_tokens", m.total_output},
+      {"request_throughput", m.request_throughput},
+      {"request_goodput", m.has_goodput ? nlohmann::json(m.request_goodput) : nlohmann::json()},
+      {"output_throughput", m.output_throughput},
+      {"total_token_throughput", m.total_token_throughput},
+      {"max_output_tokens_per_s", m.max_output_tokens_per_s},
+      {"max_concurrent_requests", m.max_concurrent_requests}};
   put_stats(j, "ttft", m.ttft);
   put_stats(j, "tpot", m.tpot);
   put_stats(j, "itl", m.itl);

@@ -6,11 +6,10 @@
 // Plus ours: failures by reason, peak concurrency, client queue time and
 // the client's own overhead.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "serve/request_record.hpp"
 

@@ -28,7 +28,9 @@ class SseParser {
 
   // True when bytes of an unfinished event (or line) are pending: at end of
   // stream that means the server closed mid-event.
-  bool has_partial() const { return !line_.empty() || has_data_ || !event_.empty() || (!bom_checked_ && bom_matched_ > 0); }
+  bool has_partial() const {
+    return !line_.empty() || has_data_ || !event_.empty() || (!bom_checked_ && bom_matched_ > 0);
+  }
 
   // Bytes consumed so far, for error messages.
   size_t bytes_seen() const { return bytes_seen_; }
@@ -37,10 +39,10 @@ class SseParser {
   void feed_content(std::string_view bytes, Clock::time_point arrival, std::vector<SseEvent>& out);
   void process_line(std::string_view line, std::vector<SseEvent>& out);
 
-  std::string line_;                 // an unterminated line carried to the next feed
-  Clock::time_point line_start_{};   // arrival of the first byte of the current line
+  std::string line_;                // an unterminated line carried to the next feed
+  Clock::time_point line_start_{};  // arrival of the first byte of the current line
   bool line_started_ = false;
-  bool skip_lf_ = false;             // last feed ended in '\r': a leading '\n' belongs to it
+  bool skip_lf_ = false;  // last feed ended in '\r': a leading '\n' belongs to it
   bool bom_checked_ = false;
   size_t bom_matched_ = 0;
   Clock::time_point bom_time_{};

@@ -115,16 +115,18 @@ TEST(EngineCommand, MagpieLaunchLines) {
   s.tp = 2;
   s.max_model_len = "4096";
   s.extra_args = split_args("--enforce-eager --x 'a b'");
-  EXPECT_EQ(shell_join(engine_argv(s)),
-            "vllm serve M --host 127.0.0.1 --port 8123 --tensor-parallel-size 2 --gpu-memory-utilization "
-            "0.95 --max-model-len 4096 --trust-remote-code --enforce-eager --x 'a b'");
+  EXPECT_EQ(
+      shell_join(engine_argv(s)),
+      "vllm serve M --host 127.0.0.1 --port 8123 --tensor-parallel-size 2 --gpu-memory-utilization "
+      "0.95 --max-model-len 4096 --trust-remote-code --enforce-eager --x 'a b'");
   s.framework = Framework::kSglang;
   s.extra_args.clear();
   EXPECT_EQ(shell_join(engine_argv(s)),
             "python3 -m sglang.launch_server --model-path M --host 127.0.0.1 --port 8123 "
             "--trust-remote-code --tensor-parallel-size 2");
   s.framework = Framework::kAtom;
-  EXPECT_EQ(shell_join(engine_argv(s)), "python3 -m atom.entrypoints.openai_server --model M -tp 2 --server-port 8123");
+  EXPECT_EQ(shell_join(engine_argv(s)),
+            "python3 -m atom.entrypoints.openai_server --model M -tp 2 --server-port 8123");
   EXPECT_EQ(profiler_dir_env(Framework::kAtom), "ATOM_TORCH_PROFILER_DIR");
 }
 
@@ -135,10 +137,12 @@ TEST(DockerCommand, NvidiaAndAmd) {
   d.env = {{"VLLM_TORCH_PROFILER_DIR", "/ws/torch_trace"}};
   d.volumes = {{"/root/.cache/huggingface", "/root/.cache/huggingface"}};
   d.engine_argv = {"vllm", "serve", "M", "--port", "8000"};
-  EXPECT_EQ(shell_join(docker_run_argv(d)),
-            "docker run --rm --name magpie-vllm-8000 --network host --ipc host --shm-size 32g --gpus all "
-            "-v /root/.cache/huggingface:/root/.cache/huggingface -e VLLM_TORCH_PROFILER_DIR=/ws/torch_trace "
-            "--entrypoint vllm vllm/vllm-openai:latest serve M --port 8000");
+  EXPECT_EQ(
+      shell_join(docker_run_argv(d)),
+      "docker run --rm --name magpie-vllm-8000 --network host --ipc host --shm-size 32g --gpus all "
+      "-v /root/.cache/huggingface:/root/.cache/huggingface -e "
+      "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace "
+      "--entrypoint vllm vllm/vllm-openai:latest serve M --port 8000");
   d.vendor = vendor_for_arch("gfx942");
   auto amd = shell_join(docker_run_argv(d));
   EXPECT_NE(amd.find("--device /dev/kfd --device /dev/dri"), std::string::npos);
@@ -194,7 +198,8 @@ TEST(Dataset, RandomLengthsPrefixAndIds) {
     EXPECT_GE(p.output_len, 10);
     EXPECT_LE(p.output_len, 30);
     for (auto id : p.token_ids) EXPECT_LT(id, 500);
-    EXPECT_TRUE(std::equal(ps[0].token_ids.begin(), ps[0].token_ids.begin() + 7, p.token_ids.begin()));
+    EXPECT_TRUE(
+        std::equal(ps[0].token_ids.begin(), ps[0].token_ids.begin() + 7, p.token_ids.begin()));
   }
   o.range_ratio = 0;
   for (const auto& p : random_dataset(o)) EXPECT_EQ(p.prompt_len, 107);
@@ -203,14 +208,16 @@ TEST(Dataset, RandomLengthsPrefixAndIds) {
 TEST(Dataset, ShareGptAndJsonl) {
   auto dir = std::filesystem::temp_directory_path();
   auto sg = dir / "magpie_sharegpt_test.json";
-  std::ofstream(sg) << R"([{"conversations":[{"from":"human","value":"Tell me a story about a cat please"},
+  std::ofstream(sg)
+      << R"([{"conversations":[{"from":"human","value":"Tell me a story about a cat please"},
     {"from":"gpt","value":"Once upon a time there was a cat who liked to sleep all day long."}]},
     {"conversations":[{"from":"human","value":"x"}]}])";
   auto ps = sharegpt_dataset(sg, {});
   ASSERT_EQ(ps.size(), 1u);
   EXPECT_EQ(ps[0].text.substr(0, 4), "Tell");
   auto jl = dir / "magpie_jsonl_test.jsonl";
-  std::ofstream(jl) << "{\"prompt\": \"hello\", \"output_len\": 7}\n\n{\"prompt_token_ids\": [1,2,3]}\n";
+  std::ofstream(jl)
+      << "{\"prompt\": \"hello\", \"output_len\": 7}\n\n{\"prompt_token_ids\": [1,2,3]}\n";
   auto js = jsonl_dataset(jl, {});
   ASSERT_EQ(js.size(), 2u);
   EXPECT_EQ(js[0].output_len, 7);

@@ -99,7 +99,8 @@ class FakeServer {
       std::string body = buf.substr(hdr_end + 4, cl);
       buf.erase(0, hdr_end + 4 + cl);
       int tokens = 4;
-      if (auto p = body.find("\"max_tokens\":"); p != std::string::npos) tokens = std::stoi(body.substr(p + 13));
+      if (auto p = body.find("\"max_tokens\":"); p != std::string::npos)
+        tokens = std::stoi(body.substr(p + 13));
       int now = ++active_;
       int prev = max_active_.load();
       while (now > prev && !max_active_.compare_exchange_weak(prev, now)) {
@@ -112,10 +113,14 @@ class FakeServer {
   bool respond(int c, int tokens) {
     if (tokens == 992) {
       std::string b = "{\"error\":\"boom\"}";
-      return send_all(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(b.size()) + "\r\n\r\n" + b);
+      return send_all(c,
+                      "HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
+                      "application/json\r\nContent-Length: " +
+                          std::to_string(b.size()) + "\r\n\r\n" + b);
     }
-    if (!send_all(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+    if (!send_all(c,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
+                  "chunked\r\n\r\n"))
       return false;
     if (tokens == 993) {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -128,7 +133,8 @@ class FakeServer {
     }
     if (tokens == 990) send_all(c, chunk("data: {\"error\":{\"message\":\"engine died\"}}\n\n"));
     if (tokens == 991) return false;  // close without [DONE] or the terminating chunk
-    send_all(c, chunk(": ping\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":" +
+    send_all(c, chunk(": ping\n\ndata: "
+                      "{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":" +
                       std::to_string(n) + "}}\n\ndata: [DONE]\n\n"));
     return send_all(c, "0\r\n\r\n");
   }
@@ -201,7 +207,10 @@ TEST(LoadGenerator, FailuresByReason) {
 
 TEST(LoadGenerator, RefusedConnections) {
   uint16_t port;
-  { FakeServer s; port = s.port(); }
+  {
+    FakeServer s;
+    port = s.port();
+  }
   auto o = options_for(port, {3, 3});
   auto r = run_load(o);
   ASSERT_EQ(r.records.size(), 2u);
@@ -257,9 +266,34 @@ TEST(LoadGenerator, StopFlagCancelsInFlight) {
   for (const auto& rec : r.records) EXPECT_EQ(rec.failure, FailureReason::kCancelled);
 }
 
+TEST(LoadGenerator, DurationBoundedAtRateInfKeepsTheCapFull) {
+  FakeServer server;
+  auto o = options_for(server.port(), std::vector<int64_t>(3, 2));
+  o.num_prompts = 0;
+  o.duration_s = 0.3;
+  o.max_concurrency = 3;
+  auto r = run_load(o);
+  EXPECT_GT(r.records.size(), 6u);  // prompts are cycled
+  EXPECT_EQ(r.peak_concurrency, 3);
+  for (const auto& rec : r.records) EXPECT_LT(rec.start_s, 0.3 + 1e-3);
+  EXPECT_GE(r.duration_s, 0.3);
+}
+
+TEST(LoadGenerator, ChatStreams) {
+  FakeServer server;
+  auto o = options_for(server.port(), {4});
+  o.request.api = ApiKind::kChat;
+  auto r = run_load(o);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_TRUE(r.records[0].success) << r.records[0].error;
+}
+
 TEST(HttpRequest, GetAndRefused) {
   uint16_t port;
-  { FakeServer s; port = s.port(); }
+  {
+    FakeServer s;
+    port = s.port();
+  }
   Endpoint ep;
   ep.port = port;
   auto r = http_request(ep, "GET", "/health", "", std::chrono::seconds(1));

@@ -86,11 +86,30 @@ TEST(ServingMetrics, VllmResultKeys) {
   in.duration_s = 1;
   in.percentiles = {50, 99, 99.9};
   auto j = vllm_result_json(compute_metrics(in), rs, true);
-  for (const char* k : {"duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
-                        "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-                        "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "p99.9_ttft_ms",
-                        "mean_tpot_ms", "p50_itl_ms", "p99_e2el_ms", "input_lens", "output_lens", "ttfts",
-                        "itls", "errors", "max_concurrent_requests", "max_output_tokens_per_s"})
+  for (const char* k : {"duration",
+                        "completed",
+                        "failed",
+                        "total_input_tokens",
+                        "total_output_tokens",
+                        "request_throughput",
+                        "request_goodput",
+                        "output_throughput",
+                        "total_token_throughput",
+                        "mean_ttft_ms",
+                        "median_ttft_ms",
+                        "std_ttft_ms",
+                        "p99_ttft_ms",
+                        "p99.9_ttft_ms",
+                        "mean_tpot_ms",
+                        "p50_itl_ms",
+                        "p99_e2el_ms",
+                        "input_lens",
+                        "output_lens",
+                        "ttfts",
+                        "itls",
+                        "errors",
+                        "max_concurrent_requests",
+                        "max_output_tokens_per_s"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j["request_goodput"].is_null());
 }
@@ -126,8 +145,8 @@ TEST(ArrivalSchedule, BurstinessChangesDispersionNotRate) {
     EXPECT_NEAR(mean, 0.02, 0.001);
     return std::sqrt(ss / static_cast<double>(gaps.size())) / mean;
   };
-  EXPECT_NEAR(cv(1.0), 1.0, 0.05);       // Poisson: CV 1
-  EXPECT_NEAR(cv(4.0), 0.5, 0.05);       // gamma shape k: CV 1/sqrt(k)
+  EXPECT_NEAR(cv(1.0), 1.0, 0.05);  // Poisson: CV 1
+  EXPECT_NEAR(cv(4.0), 0.5, 0.05);  // gamma shape k: CV 1/sqrt(k)
   EXPECT_NEAR(cv(0.25), 2.0, 0.15);
 }
 

@@ -48,9 +48,12 @@ const std::string kStream =
     "data\n\n"
     "data: [DONE]\n\n";
 
-const std::vector<std::string> kExpected = {
-    "{\"choices\":[{\"text\":\"a\"}]}", "{\"choices\":[{\"text\":\"b\"}]}", "line1\nline2",
-    " two-spaces", "", "[DONE]"};
+const std::vector<std::string> kExpected = {"{\"choices\":[{\"text\":\"a\"}]}",
+                                            "{\"choices\":[{\"text\":\"b\"}]}",
+                                            "line1\nline2",
+                                            " two-spaces",
+                                            "",
+                                            "[DONE]"};
 
 TEST(SseParser, WholeStream) {
   SseParser p;
@@ -120,9 +123,15 @@ TEST(SseParser, FirstByteTimeIsThatOfTheEventsFirstRead) {
 
 TEST(SseParser, BomLikePrefixThatIsNotABom) {
   // 0xEF then ordinary bytes: held-back bytes are content.
-  auto got = parse_split("\xEF" "data: x\n\n", {1});
+  auto got = parse_split(
+      "\xEF"
+      "data: x\n\n",
+      {1});
   EXPECT_TRUE(got.empty());  // field name "\xEFdata" is unknown, so nothing dispatches
-  EXPECT_EQ(parse_split("\xEF\xBB\xBF" "data: x\n\n", {1, 2, 3}), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(parse_split("\xEF\xBB\xBF"
+                        "data: x\n\n",
+                        {1, 2, 3}),
+            (std::vector<std::string>{"x"}));
 }
 
 // --- OpenAI stream interpretation -------------------------------------------
