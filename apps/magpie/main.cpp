@@ -15,7 +15,10 @@ int main(int argc, char** argv) {
       "Magpie: benchmark LLM inference serving, analyze and compare GPU kernels, and explain "
       "profiler traces.\n\nExamples:\n"
       "  magpie benchmark --trace-dir ./traces --top-k 20          # gap analysis of torch traces\n"
-      "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n",
+      "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n"
+      "  magpie benchmark vllm -m MODEL --concurrency 1,8 --input-len 1024 --output-len 128\n"
+      "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
+      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n",
       "magpie"};
   app.set_version_flag("--version", "magpie 0.1.0");
   app.require_subcommand(0, 1);
