@@ -6,14 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/intervals.hpp"
+
 namespace magpie::analysis {
 
-using Interval = std::pair<int64_t, int64_t>;  // [start, end) in ns
-
-// Sorts and merges in place; returns the total covered length.
-int64_t merge_intervals(std::vector<Interval>& intervals);
-// Length of `a` not covered by `b` (both merged).
-int64_t uncovered_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
+using magpie::Interval;
+using magpie::merge_intervals;
+using magpie::uncovered_length;
 
 struct GpuTimeline {
   double span_us = 0;  // first GPU event start → last GPU event end

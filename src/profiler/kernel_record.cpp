@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "core/intervals.hpp"
 #include "core/file_io.hpp"
 
 namespace magpie::profiler {
@@ -87,24 +88,12 @@ std::vector<KernelAggregate> aggregate_by_name(const std::vector<KernelRecord>& 
 }
 
 int64_t busy_union_ns(const std::vector<KernelRecord>& kernels, int64_t lo, int64_t hi) {
-  std::vector<std::pair<int64_t, int64_t>> iv;
+  std::vector<Interval> iv;
   for (const auto& k : kernels) {
     int64_t s = std::max(k.start_ns, lo), e = std::min(k.end_ns, hi);
     if (e > s) iv.emplace_back(s, e);
   }
-  std::sort(iv.begin(), iv.end());
-  int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
-  for (auto [s, e] : iv) {
-    if (s > cur_e) {
-      if (cur_e != INT64_MIN) total += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  if (cur_e != INT64_MIN) total += cur_e - cur_s;
-  return total;
+  return merge_intervals(iv);
 }
 
 std::vector<KernelRecord> filter_by_name(const std::vector<KernelRecord>& kernels, const std::string& regex) {
