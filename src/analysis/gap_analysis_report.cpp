@@ -67,17 +67,7 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
   if (source_options.enabled) {
     index = sources::SourceIndex::build(source_options.repos);
     vars = sources::make_repo_vars(source_options.repos);
-    std::string preamble = sources::repo_path_mapping_preamble(vars);
-    csv = report::CsvWriter{};
-    for (size_t pos = 0; pos < preamble.size();) {
-      size_t nl = preamble.find('\n', pos);
-      std::string line = preamble.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-      if (line.rfind("# ", 0) == 0) line = line.substr(2);
-      else if (line == "#") line.clear();
-      csv.comment(line);
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
+    csv.raw(sources::repo_path_mapping_preamble(vars));
     for (const auto& h : sources::magpie_source_columns_header()) header.push_back(h);
   }
   header.insert(header.end(), kOurColumns.begin(), kOurColumns.end());

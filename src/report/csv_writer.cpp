@@ -23,6 +23,8 @@ void CsvWriter::comment(std::string_view line) {
   out_ += '\n';
 }
 
+void CsvWriter::raw(std::string_view text) { out_ += text; }
+
 void CsvWriter::row(const std::vector<std::string>& fields) {
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) out_ += ',';

@@ -9,6 +9,7 @@ namespace magpie::report {
 class CsvWriter {
  public:
   void comment(std::string_view line);  // "# line"
+  void raw(std::string_view text);      // appended as it is (e.g. a ready-made comment preamble)
   void row(const std::vector<std::string>& fields);
   const std::string& str() const { return out_; }
 
