@@ -8,7 +8,7 @@ pkgs=(
   libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libfmt-dev libspdlog-dev
   libboost1.81-dev libboost-url1.81-dev
-  libdeflate-dev zlib1g-dev libhyperscan-dev libre2-dev
+  libdeflate-dev libisal-dev zlib1g-dev libhyperscan-dev libre2-dev
   libxlsxwriter-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-pytest
@@ -25,5 +25,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# CMake runs the Python suites with the first python3 on PATH, which need not
+# be Debian's (pyenv, a venv): give that one pytest too.
+if ! python3 -c "import pytest" 2>/dev/null; then
+  echo "install-deps: installing pytest for $(command -v python3)"
+  python3 -m pip install -q pytest
 fi
 echo "install-deps: ok"

@@ -107,8 +107,16 @@ bool locate_event_array(std::string_view doc, EventArrayLocation& out) {
 }
 
 ChunkPlan plan_chunks_fast(std::string_view doc, size_t open, size_t target) {
+  return plan_chunks_fast_from(doc, open + 1, target);
+}
+
+size_t next_fast_cut(std::string_view doc, size_t from) { return next_boundary(doc, from); }
+
+size_t chunk_end_before(std::string_view doc, size_t begin, size_t cut) { return trim_chunk_end(doc, begin, cut); }
+
+ChunkPlan plan_chunks_fast_from(std::string_view doc, size_t begin, size_t target) {
   ChunkPlan plan;
-  size_t begin = skip_ws(doc, open + 1);
+  begin = skip_ws(doc, begin);
   if (begin < doc.size() && doc[begin] == ']') {
     plan.close = begin;
     plan.closed = true;

@@ -31,6 +31,17 @@ struct ChunkPlan {
 // then fails on that chunk and the caller falls back to plan_chunks_exact.
 ChunkPlan plan_chunks_fast(std::string_view doc, size_t open, size_t target);
 
+// The same plan from `begin` (the first byte of an event, or just after '[').
+ChunkPlan plan_chunks_fast_from(std::string_view doc, size_t begin, size_t target);
+
+// The fast plan's cut: offset of the '{' of the first `}` ws `,` ws `{` at or
+// after `from`, npos if `doc` holds none. For text that is still arriving: a
+// cut found in a prefix is the cut the whole text gives, and a cut that is not
+// yet complete in the prefix is not reported.
+size_t next_fast_cut(std::string_view doc, size_t from);
+// End of the chunk [begin, cut): the separating comma and whitespace dropped.
+size_t chunk_end_before(std::string_view doc, size_t begin, size_t cut);
+
 // Exact plan: walks every byte tracking strings and nesting. Slower, always right.
 ChunkPlan plan_chunks_exact(std::string_view doc, size_t open, size_t target);
 

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "trace/json_chunker.hpp"
+#include "trace/kineto_chunks.hpp"
 #include "trace/kineto_metadata.hpp"
 #include "trace/utf8_repair.hpp"
 
@@ -124,16 +125,6 @@ struct RawEvent {
   bool has_kernel_detail = false;
 };
 
-struct ChunkOutput {
-  StringPool strings;
-  EventTable events;
-  std::vector<FlowEvent> flows;
-  KinetoNames names;
-  IngestStats stats;
-  bool failed = false;
-  std::string error;
-  size_t error_offset = 0;  // relative to the chunk's first byte
-};
 
 void read_triple(od::value v, std::array<int32_t, 3>& out, bool& seen) {
   od::array arr;
@@ -315,6 +306,8 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
   t.detail.push_back(detail);
 }
 
+}  // namespace
+
 // Parses `[` + region + `]` from a private padded copy.
 void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out) {
   thread_local od::parser parser;
@@ -377,6 +370,8 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
   }
 }
 
+namespace {
+
 std::vector<ChunkOutput> parse_plan(std::string_view text, const ChunkPlan& plan,
                                     const IngestOptions& options) {
   std::vector<ChunkOutput> outputs(plan.chunks.size());
@@ -413,6 +408,14 @@ Trace parse_kineto_impl(const PaddedBuffer& buffer, PaddedBuffer* owned, const s
   ChunkPlan plan = plan_chunks_fast(text, where.open, options.chunk_bytes);
   std::vector<ChunkOutput> outputs;
   if (plan.closed) outputs = parse_plan(text, plan, options);
+  return finish_kineto(text, where, std::move(plan), std::move(outputs), owned, origin, options);
+}
+
+}  // namespace
+
+Trace finish_kineto(std::string_view text, const EventArrayLocation& where, ChunkPlan plan,
+                    std::vector<ChunkOutput> outputs, PaddedBuffer* owned, const std::string& origin,
+                    const IngestOptions& options) {
   if (!plan.closed || first_failure(outputs)) {
     // A fast cut landed inside a string or nested value, or the JSON is bad:
     // redo with exact boundaries; a failure now is a real error to report.
@@ -473,8 +476,6 @@ Trace parse_kineto_impl(const PaddedBuffer& buffer, PaddedBuffer* owned, const s
   }
   return trace;
 }
-
-}  // namespace
 
 Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const IngestOptions& options) {
   return parse_kineto_impl(doc, nullptr, origin, options);

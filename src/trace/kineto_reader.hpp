@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
+#include "core/gzip_stream.hpp"
 #include "trace/trace.hpp"
 
 namespace magpie::trace {
@@ -19,6 +20,11 @@ struct IngestOptions {
 Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const IngestOptions& options);
 // Same, but frees `doc` as soon as its events are parsed (lower peak memory).
 Trace parse_kineto(PaddedBuffer&& doc, const std::string& origin, const IngestOptions& options);
+
+// Same, parsing chunks of the event array while `gz` is still inflating the
+// rest (the inflate and the parse overlap). Falls back to the whole-text path
+// when the stream was not clean (several gzip members, damage).
+Trace parse_kineto(InflatingBuffer& gz, const std::string& origin, const IngestOptions& options);
 
 // Exact conversion of a JSON number of microseconds ("1773709742341309.550",
 // "12", "1.5e3") to integer nanoseconds; doubles would lose the ns digits of

@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace magpie::trace {
@@ -37,7 +36,15 @@ class StringPool {
 
  private:
   char* allocate(size_t n);
-  std::unordered_map<std::string_view, StringId, StringViewHash> index_;
+  void grow_index();
+  // Open addressing with the full hash kept per slot: a probe compares 8 bytes
+  // before it touches the string (std::unordered_map with a "fast" hasher
+  // compares the strings themselves along the bucket chain).
+  struct Slot {
+    uint64_t hash = 0;
+    StringId id = kNotInterned;
+  };
+  std::vector<Slot> index_;
   std::vector<std::string_view> views_;
   std::deque<std::unique_ptr<char[]>> blocks_;  // stable storage; views point here
   char* block_cursor_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 
 namespace magpie::trace {
@@ -53,8 +54,25 @@ TraceLinks link_trace(const Trace& trace) {
   links.parent.assign(t.size(), -1);
   links.op_by_external_id_row.assign(t.size(), -1);
 
+  // The CPU-op tree needs nothing from the correlation links: build it on a
+  // second thread meanwhile (both are linear passes over large traces).
+  std::thread op_tree([&] { build_op_tree(trace, links); });
+  struct JoinOnExit {
+    std::thread& t;
+    ~JoinOnExit() {
+      if (t.joinable()) t.join();  // only on an exception: the normal path joins below
+    }
+  } join_on_exit{op_tree};
+
+  size_t launches = 0, ops = 0;
+  for (size_t r = 0; r < t.size(); ++r) {
+    launches += is_launch_api(t.category[r]) && t.correlation[r] != kNoValue;
+    ops += t.category[r] == Category::kCpuOp && t.external_id[r] != kNoValue;
+  }
   std::unordered_map<int64_t, int32_t> launch_by_corr;
   std::unordered_map<int64_t, int32_t> op_by_ext;
+  launch_by_corr.reserve(launches);
+  op_by_ext.reserve(ops);
   for (size_t r = 0; r < t.size(); ++r) {
     if (is_launch_api(t.category[r]) && t.correlation[r] != kNoValue) {
       launch_by_corr.emplace(t.correlation[r], static_cast<int32_t>(r));
@@ -83,7 +101,7 @@ TraceLinks link_trace(const Trace& trace) {
     s.graph_kernels += n;
     s.max_kernels_per_graph_launch = std::max(s.max_kernels_per_graph_launch, n);
   }
-  build_op_tree(trace, links);
+  op_tree.join();  // before `links` is returned (moved)
   return links;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
+#include "core/gzip_stream.hpp"
 #include "trace/rocprof_reader.hpp"
 
 namespace magpie::trace {
@@ -23,11 +24,15 @@ std::optional<int> rank_from_file_name(std::string_view file_name) {
   return std::nullopt;
 }
 
-Trace load_trace(const fs::path& path, const IngestOptions& options) {
-  PaddedBuffer raw = read_file(path);
-  size_t file_bytes = raw.size();
-  PaddedBuffer text = is_gzip(raw.view()) ? gunzip(raw.view(), path.string()) : std::move(raw);
-  raw = PaddedBuffer{};  // drop the compressed copy before parsing
+namespace {
+
+bool looks_like_json(std::string_view head) {
+  size_t first = head.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && (head[first] == '{' || head[first] == '[');
+}
+
+// Any format, from the whole (inflated) text.
+Trace load_text(PaddedBuffer text, const fs::path& path, const IngestOptions& options) {
   std::string_view head = text.view().substr(0, 4096);
   size_t first = head.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
@@ -49,16 +54,37 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
       if (fs::exists(sibling, ec)) agent_info = std::string(read_file(sibling).view());
     }
     trace = parse_rocprof_csv(text.view(), path.string(), agent_info);
-  } else if (head[first] == '{' || head[first] == '[') {
+  } else if (looks_like_json(head)) {
     trace = parse_kineto(std::move(text), path.string(), options);
   } else {
     throw Error(ErrorKind::kBadFormat, "not a trace: expected JSON or a rocprofv3 kernel-trace CSV",
                 path.string(), first,
                 "pass PyTorch profiler .json/.json.gz files or rocprofv3 output");
   }
+  trace.stats.raw_bytes = text_bytes;
+  return trace;
+}
+
+}  // namespace
+
+Trace load_trace(const fs::path& path, const IngestOptions& options) {
+  PaddedBuffer raw = read_file(path);
+  const size_t file_bytes = raw.size();
+  Trace trace;
+  if (is_gzip(raw.view())) {
+    // Kineto JSON is parsed while it inflates; anything else waits for the whole text.
+    InflatingBuffer gz(std::move(raw), path.string());
+    std::string_view head(gz.data(), std::min<size_t>(gz.wait_for(4096), 4096));
+    if (looks_like_json(head) && !looks_like_rocprof_json(head)) {
+      trace = parse_kineto(gz, path.string(), options);
+    } else {
+      trace = load_text(gz.finish().text, path, options);
+    }
+  } else {
+    trace = load_text(std::move(raw), path, options);
+  }
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
-  trace.stats.raw_bytes = text_bytes;
   if (trace.rank < 0) {
     if (auto r = rank_from_file_name(path.filename().string())) {
       trace.rank = *r;

@@ -1,0 +1,40 @@
+#pragma once
+// Internal to magpie_trace: what the whole-text reader (kineto_reader.cpp) and
+// the reader that works while a gzip stream is still inflating
+// (kineto_stream.cpp) share. Each chunk of the event array is parsed into its
+// own ChunkOutput; finish_kineto merges them into one Trace.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "trace/json_chunker.hpp"
+#include "trace/kineto_metadata.hpp"
+#include "trace/kineto_reader.hpp"
+#include "trace/trace.hpp"
+
+namespace magpie::trace {
+
+struct ChunkOutput {
+  StringPool strings;
+  EventTable events;
+  std::vector<FlowEvent> flows;
+  KinetoNames names;
+  IngestStats stats;
+  bool failed = false;
+  std::string error;
+  size_t error_offset = 0;  // relative to the chunk's first byte
+};
+
+// Parses `[` + region + `]` from a private padded copy; never throws on bad JSON
+// (sets `failed`, `error` and `error_offset` instead).
+void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out);
+
+// Redoes the plan exactly when a fast cut failed (or throws the JSON error),
+// then merges the chunks. `owned`, when given, holds `text` and is released as
+// soon as nothing points into it any more.
+Trace finish_kineto(std::string_view text, const EventArrayLocation& where, ChunkPlan plan,
+                    std::vector<ChunkOutput> outputs, PaddedBuffer* owned, const std::string& origin,
+                    const IngestOptions& options);
+
+}  // namespace magpie::trace

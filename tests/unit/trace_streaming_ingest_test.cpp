@@ -1,0 +1,177 @@
+// Parsing a .json.gz while it inflates (InflatingBuffer + parse_kineto(gz))
+// must give exactly what the whole-text path gives, and bad gzip must still be
+// reported as before. Real traces from ../shared/traces; gzip files the tests
+// need in other shapes (several members, cut short) are written with zlib.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/gzip.hpp"
+#include "core/gzip_stream.hpp"
+#include "trace/kineto_reader.hpp"
+#include "trace/string_pool.hpp"
+#include "trace/trace_loader.hpp"
+
+namespace magpie {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string gzip_of(std::string_view text) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+PaddedBuffer buffer_of(std::string_view s) {
+  PaddedBuffer b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+PaddedBuffer shared_trace(const char* name) {
+  return read_file(fs::path(MAGPIE_SHARED_TRACES) / name);
+}
+
+constexpr const char* kH200 = "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
+constexpr const char* kVllmGraph = "public/traces__inference__vllm_decode_full__graph_execution.json.gz";
+
+TEST(InflatingBuffer, StreamsTheSameBytesAsOneShotGunzip) {
+  PaddedBuffer gz = shared_trace(kH200);
+  PaddedBuffer whole = gunzip(gz.view(), "h200");
+  InflatingBuffer stream(std::move(gz), "h200");
+  size_t first = stream.wait_for(1000);
+  EXPECT_GE(first, 1000u);
+  EXPECT_EQ(std::memcmp(stream.data(), whole.data(), 1000), 0);
+  auto done = stream.finish();
+  EXPECT_TRUE(done.streamed);
+  ASSERT_EQ(done.text.size(), whole.size());
+  EXPECT_EQ(done.text.view(), whole.view());
+}
+
+TEST(InflatingBuffer, SeveralMembersFallBackToTheWholeFilePath) {
+  std::string two = gzip_of("{\"traceEvents\": [") + gzip_of("]}");
+  InflatingBuffer stream(buffer_of(two), "two.gz");
+  auto done = stream.finish();
+  EXPECT_FALSE(done.streamed);
+  EXPECT_EQ(done.text.view(), "{\"traceEvents\": []}");
+}
+
+TEST(InflatingBuffer, TruncatedStreamIsBadFormatNamingTheFile) {
+  std::string gz = gzip_of(std::string(200000, 'x') + "tail");
+  gz.resize(gz.size() / 2);
+  InflatingBuffer stream(buffer_of(gz), "cut.json.gz");
+  try {
+    stream.finish();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find("cut.json.gz"), std::string::npos) << e.what();
+  }
+}
+
+void expect_same_trace(const trace::Trace& a, const trace::Trace& b) {
+  ASSERT_EQ(a.events.size(), b.events.size());
+  ASSERT_EQ(a.flows.size(), b.flows.size());
+  for (size_t r = 0; r < a.events.size(); ++r) {
+    ASSERT_EQ(a.name(r), b.name(r)) << "row " << r;
+    ASSERT_EQ(a.events.ts_ns[r], b.events.ts_ns[r]) << "row " << r;
+    ASSERT_EQ(a.events.dur_ns[r], b.events.dur_ns[r]) << "row " << r;
+    ASSERT_EQ(a.events.correlation[r], b.events.correlation[r]) << "row " << r;
+  }
+  EXPECT_EQ(a.stats.events_seen, b.stats.events_seen);
+  EXPECT_EQ(a.stats.raw_bytes, b.stats.raw_bytes);
+  EXPECT_EQ(a.devices.size(), b.devices.size());
+  EXPECT_EQ(a.rank, b.rank);
+}
+
+class StreamingKineto : public ::testing::TestWithParam<std::tuple<const char*, size_t, unsigned>> {};
+
+TEST_P(StreamingKineto, SameTraceAsTheWholeTextPath) {
+  auto [name, chunk_bytes, threads] = GetParam();
+  trace::IngestOptions o;
+  o.chunk_bytes = chunk_bytes;
+  o.threads = threads;
+  PaddedBuffer gz = shared_trace(name);
+  trace::Trace whole = trace::parse_kineto(gunzip(gz.view(), name), name, o);
+  InflatingBuffer stream(std::move(gz), name);
+  trace::Trace streamed = trace::parse_kineto(stream, name, o);
+  EXPECT_GT(whole.events.size(), 500u);
+  expect_same_trace(whole, streamed);
+}
+
+// Small chunks make hundreds of cuts, many of them while the text is still arriving.
+INSTANTIATE_TEST_SUITE_P(SharedTraces, StreamingKineto,
+                         ::testing::Values(std::make_tuple(kH200, size_t{1} << 20, 2u),
+                                           std::make_tuple(kH200, size_t{16} << 10, 3u),
+                                           std::make_tuple(kVllmGraph, size_t{4} << 10, 1u),
+                                           std::make_tuple(kVllmGraph, size_t{4} << 10, 4u)));
+
+TEST(StreamingKineto, TruncatedArrayInAWholeGzipIsReportedAsTruncated) {
+  std::string json = "{\"traceEvents\": [";
+  for (int i = 0; i < 3000; ++i) json += R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)" + std::to_string(i) + R"(,"dur":1},)";
+  json += R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1)";  // cut inside the last event
+  trace::IngestOptions o;
+  o.chunk_bytes = 4096;
+  InflatingBuffer stream(buffer_of(gzip_of(json)), "cut.json.gz");
+  try {
+    trace::parse_kineto(stream, "cut.json.gz", o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceLoader, GzipWithoutEventArrayIsNotAProfilerTrace) {
+  fs::path dir = fs::temp_directory_path() / "magpie_stream_test";
+  fs::create_directories(dir);
+  fs::path file = dir / "notatrace.json.gz";
+  std::string gz = gzip_of(R"({"hello": [1, 2, 3], "world": {"x": "y"}})");
+  { std::ofstream(file, std::ios::binary).write(gz.data(), static_cast<std::streamsize>(gz.size())); }
+  try {
+    trace::load_trace(file, {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find("traceEvents"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(StringPool, ManyLongStringsThatDifferInTheMiddleStayDistinctAcrossGrowth) {
+  trace::StringPool pool;
+  std::string base(300, 'a');
+  std::vector<trace::StringId> ids;
+  for (int i = 0; i < 2000; ++i) {  // same length, prefix and suffix; the index grows twice
+    std::string s = base;
+    std::memcpy(s.data() + 50, std::to_string(i).c_str(), std::to_string(i).size());
+    ids.push_back(pool.intern(s));
+  }
+  for (int i = 0; i < 2000; ++i) {
+    std::string s = base;
+    std::memcpy(s.data() + 50, std::to_string(i).c_str(), std::to_string(i).size());
+    ASSERT_EQ(pool.intern(s), ids[static_cast<size_t>(i)]);
+    ASSERT_EQ(pool.find(s), ids[static_cast<size_t>(i)]);
+    ASSERT_EQ(pool.view(ids[static_cast<size_t>(i)]), s);
+  }
+  EXPECT_EQ(pool.size(), 2001u);  // + the empty string
+  EXPECT_EQ(pool.find(""), trace::kEmptyString);
+  EXPECT_EQ(pool.find(std::string(300, 'b')), trace::StringPool::kNotInterned);
+}
+
+}  // namespace
+}  // namespace magpie
