@@ -1,9 +1,17 @@
 // libmagpie_cupti.so: a CUPTI injection library. The CUDA driver loads it
 // from CUDA_INJECTION64_PATH into any process (nvcc binaries, PyTorch, Triton)
 // and calls InitializeInjection; we then record every kernel on every stream
-// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) and append one JSON object per
-// kernel to $MAGPIE_CUPTI_OUTPUT (default magpie_kernels.jsonl). Kept free of
-// Magpie's other libraries: it lives inside someone else's process.
+// and append one JSON object per kernel to $MAGPIE_CUPTI_OUTPUT (default
+// magpie_kernels.jsonl). Kept free of Magpie's other libraries: it lives
+// inside someone else's process.
+//
+// $MAGPIE_CUPTI_KIND picks how CUPTI takes kernel timestamps:
+//   concurrent (default)  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: kernels keep
+//                         overlapping, but on Hopper and older CUPTI patches
+//                         every block to stamp start/end, which slows kernels
+//                         with very many short blocks.
+//   serial                CUPTI_ACTIVITY_KIND_KERNEL: kernels are serialized
+//                         on the GPU and timed without patching them.
 #include <cupti.h>
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -110,8 +118,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "magpie_cupti: cannot open %s: %s\n", path, std::strerror(errno));
     return 0;
   }
+  const char* kind_env = std::getenv("MAGPIE_CUPTI_KIND");
+  const bool serial = kind_env != nullptr && std::strcmp(kind_env, "serial") == 0;
+  if (kind_env != nullptr && *kind_env != '\0' && !serial && std::strcmp(kind_env, "concurrent") != 0) {
+    std::fprintf(stderr, "magpie_cupti: MAGPIE_CUPTI_KIND=%s is neither 'concurrent' nor 'serial'; using concurrent\n",
+                 kind_env);
+  }
+  const CUpti_ActivityKind kind = serial ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+      cuptiActivityEnable(kind) != CUPTI_SUCCESS) {
     std::fprintf(stderr, "magpie_cupti: CUPTI activity API unavailable; no kernels recorded\n");
     return 0;
   }
