@@ -9,6 +9,7 @@
 #include "core/file_io.hpp"
 #include "kernel/evaluator.hpp"
 #include "kernel/markdown_table.hpp"
+#include "kernel/performance_rounds.hpp"
 #include "kernel/ranking.hpp"
 #include "kernel/report_json.hpp"
 #include "kernel/workspace.hpp"
@@ -36,6 +37,10 @@ void AnalyzeCommand::add_common(CLI::App* sub, Flags& f, bool compare) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--kernel-filter", f.kernel_filter, "Regex: only matching kernels count toward CUPTI time");
   sub->add_flag("--ncu", f.ncu, "One extra ncu --clock-control none pass for DRAM bytes and FLOPs");
+  sub->add_option("--cupti-kind", f.cupti_kind,
+                  "CUPTI kernel timing; auto (default) picks serial, which skips per-block instrumentation, "
+                  "unless a probe round shows streams overlapping")
+      ->check(CLI::IsMember({"auto", "concurrent", "serial"}));
   if (compare) {
     sub->add_option("--baseline", f.baseline, "Index of the baseline implementation")->capture_default_str();
     sub->add_option("--threshold", f.threshold, "Practical-equivalence band for SAME (default 0.02 = ±2%)")
@@ -86,6 +91,7 @@ KernelConfig AnalyzeCommand::build_config(const Flags& f, bool compare, const Va
   if (f.rounds > 0) cfg.performance.rounds = f.rounds;
   if (f.threshold >= 0) cfg.performance.threshold = f.threshold;
   if (f.ncu) cfg.performance.ncu_pass = true;
+  if (!f.cupti_kind.empty()) cfg.performance.cupti_kind = f.cupti_kind;
   if (!f.kernel_filter.empty()) cfg.latency.kernel_filter = f.kernel_filter;
   cfg.latency.method = f.latency_method;
   if (f.latency_method == "none") cfg.latency.enabled = false;
@@ -144,14 +150,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
     if (verbose) std::cerr << fmt::format("[{}] compile + correctness\n", evals[i].spec.id);
     ev.prepare(evals[i]);
   }
-  // Interleaved rounds, rotating the order so no implementation always runs first.
-  for (int r = 0; r < cfg.performance.rounds && opt.check_performance; ++r) {
-    for (size_t j = 0; j < evals.size(); ++j) {
-      auto& e = evals[(j + static_cast<size_t>(r)) % evals.size()];
-      if (verbose && e.correct()) std::cerr << fmt::format("[{}] performance round {}\n", e.spec.id, r);
-      ev.measure_round(e, r);
-    }
-  }
+  CuptiChoice cupti = run_performance_rounds(ev, evals);
   for (auto& e : evals) ev.finish(e);
 
   int exit_code = 0;
@@ -163,7 +162,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
     VerdictSettings vs{cfg.performance.threshold, cfg.performance.bootstrap_resamples, cfg.performance.bootstrap_seed,
                        cfg.performance.confidence};
     Ranking ranking = rank_evaluations(evals, f.baseline, vs);
-    write_file_atomic(opt.workspace / "compare_report.json", compare_report(evals, ranking, vs, iso).dump(2));
+    write_file_atomic(opt.workspace / "compare_report.json", compare_report(evals, ranking, vs, cupti, iso).dump(2));
     std::cout << markdown_table(evals, &ranking) << "\n" << ranking.summary << "\n";
     if (f.fail_on_regression && ranking.any_regression) {
       std::cerr << "error: a candidate is SLOWER than the baseline (--fail-on-regression)\n";
@@ -173,6 +172,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
     write_file_atomic(opt.workspace / "analyze_report.json", analyze_report(evals, iso).dump(2));
     std::cout << markdown_table(evals);
   }
+  if (!cupti.kind.empty()) std::cout << "note: " << describe(cupti) << "\n";
   for (const auto& e : evals) {
     for (const auto& n : e.correctness.notes) std::cout << fmt::format("note: {}: {}\n", e.spec.id, n);
     for (const auto& err : e.errors) {

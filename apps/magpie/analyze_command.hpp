@@ -34,6 +34,7 @@ class AnalyzeCommand {
     double threshold = -1;   // <0 = from the YAML (default 0.02)
     bool ncu = false;
     std::string kernel_filter;
+    std::string cupti_kind;  // "" = from the YAML (default auto)
   };
   void add_common(CLI::App* sub, Flags& f, bool compare);
   kernel::KernelConfig build_config(const Flags& f, bool compare, const kernel::VarLookup& lookup) const;

@@ -13,13 +13,23 @@ const char* to_string(StageState s) {
 
 std::vector<double> Evaluation::samples_ns() const {
   std::vector<double> all;
-  for (const auto& r : rounds) all.insert(all.end(), r.samples_ns.begin(), r.samples_ns.end());
+  for (const auto& r : rounds) {
+    if (!r.probe) all.insert(all.end(), r.samples_ns.begin(), r.samples_ns.end());
+  }
   return all;
+}
+
+std::vector<std::vector<double>> Evaluation::samples_by_round() const {
+  std::vector<std::vector<double>> out;
+  for (const auto& r : rounds) {
+    if (!r.probe) out.push_back(r.samples_ns);
+  }
+  return out;
 }
 
 std::string Evaluation::timing_source() const {
   for (const auto& r : rounds) {
-    if (!r.samples_ns.empty()) return r.source;
+    if (!r.probe && !r.samples_ns.empty()) return r.source;
   }
   return "";
 }

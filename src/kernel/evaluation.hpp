@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/cupti_choice.hpp"
 #include "kernel/kernel_config.hpp"
 #include "kernel/latency_contract.hpp"
 #include "profiler/kernel_record.hpp"
@@ -28,11 +29,14 @@ struct StageResult {
 
 // One performance run of one implementation.
 struct RoundMeasurement {
-  int round = 0;
-  std::string source;               // latency_json | cupti_busy_union | process_wall
+  int round = 0;                        // -1 for the probe
+  bool probe = false;                   // cupti_kind auto's probe: kept out of samples and the kernel table
+  std::string source;                   // latency_json | cupti_busy_union | process_wall
   std::vector<double> samples_ns;
   int64_t cupti_busy_ns = 0;
   size_t cupti_kernels = 0;
+  std::string cupti_kind;               // MAGPIE_CUPTI_KIND of this run; "" = no CUPTI library
+  int64_t cross_stream_overlap_ns = 0;  // over all kernels in the trace, kernel_filter or not
   double wall_seconds = 0;
   std::filesystem::path cupti_jsonl;
 };
@@ -45,14 +49,16 @@ struct Evaluation {
   std::string correctness_scope;      // what the gate actually checked
   nlohmann::json correctness_detail;  // the Python harness's report, if any
   std::vector<RoundMeasurement> rounds;
-  std::vector<profiler::KernelRecord> kernels;  // all rounds, as CUPTI saw them
+  std::vector<profiler::KernelRecord> kernels;  // all measured rounds (not the probe), as CUPTI saw them
   std::optional<LatencyReport> latency_report;  // the last round's
   nlohmann::json ncu_summary;                   // metric → {value, unit, peak?, pct_of_peak?}
   double floor_ns = 0;                          // roofline floor per sample, 0 = unknown
   std::vector<std::string> errors;              // all stages' errors, in order
+  CuptiChoice cupti;                            // how CUPTI timed the rounds, and why
 
-  std::vector<double> samples_ns() const;  // all rounds pooled
-  std::string timing_source() const;       // the first round's source
+  std::vector<double> samples_ns() const;                     // measured rounds pooled (no probe)
+  std::vector<std::vector<double>> samples_by_round() const;  // one entry per measured round, in order
+  std::string timing_source() const;                          // the first measured round's source
   bool correct() const { return correctness.state == StageState::kSuccess; }
   bool measured() const { return performance.state == StageState::kSuccess; }
   // Magpie's score: 0.5 correctness + 0.5 performance; 1.0 when correct and performance skipped.

@@ -250,49 +250,69 @@ void Evaluator::check_correctness(Evaluation& e) const {
   e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
 }
 
-void Evaluator::measure_round(Evaluation& e, int round) const {
-  if (!e.correct() || !opt_.check_performance) return;
+std::string Evaluator::why_no_cupti(const Evaluation& e) const {
+  if (!opt_.check_performance) return "performance not measured (--no-perf)";
+  if (!e.correct()) return "not measured: correctness did not succeed";
+  if (opt_.cupti_lib.empty()) return "no CUPTI library (no NVIDIA GPU, or libmagpie_cupti.so not found)";
+  if (e.spec.type == KernelType::kHip) return "HIP kernel: CUPTI does not apply";
+  if (!e.spec.prof_command.empty()) return "prof_command replaces the profiled run";
+  return "";
+}
+
+void Evaluator::measure_round(Evaluation& e, int round, const std::string& cupti_kind) const {
+  std::string kind = cupti_kind.empty() ? opt_.performance.cupti_kind : cupti_kind;
+  run_round(e, round, false, kind == "auto" ? "concurrent" : kind);
+}
+
+bool Evaluator::measure_probe(Evaluation& e) const { return run_round(e, -1, true, "concurrent"); }
+
+bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::string& cupti_kind) const {
+  if (!e.correct() || !opt_.check_performance) return false;
   auto& st = e.performance;
   auto env = env_for(e);
   RoundMeasurement m;
   m.round = round;
+  m.probe = probe;
+  // The probe's files must not collide with round 0's.
+  const std::string label = probe ? "probe" : fmt::format("r{}", round);
+  const std::string what = probe ? "probe round" : fmt::format("round {}", round);
   bool has_target = !e.spec.bench_target.empty() && is_python_type(e.spec.type);
   CommandList cmds;
-  bool profiled = true;
   if (!e.spec.prof_command.empty()) {
-    cmds = e.spec.prof_command;
-    profiled = false;  // the user's profiler replaces ours
+    cmds = e.spec.prof_command;  // the user's profiler replaces ours
   } else if (has_target) {
-    cmds.push_back(harness_command(e, "time", e.dir / fmt::format("timing_r{}.json", round)));
+    cmds.push_back(harness_command(e, "time", e.dir / fmt::format("timing_{}.json", label)));
   } else {
     cmds = e.spec.testcase_command;
   }
   if (cmds.empty()) {
     if (round == 0) st.errors.push_back("nothing to time: give a testcase_command, prof_command or bench_target");
-    return;
+    return false;
   }
-  if (profiled && !opt_.cupti_lib.empty() && e.spec.type != KernelType::kHip) {
-    m.cupti_jsonl = e.dir / fmt::format("kernels_r{}.jsonl", round);
+  if (why_no_cupti(e).empty()) {
+    m.cupti_jsonl = e.dir / fmt::format("kernels_{}.jsonl", label);
+    m.cupti_kind = cupti_kind;
     fs::remove(m.cupti_jsonl);
     env["CUDA_INJECTION64_PATH"] = opt_.cupti_lib.string();
     env["MAGPIE_CUPTI_OUTPUT"] = m.cupti_jsonl.string();
+    env["MAGPIE_CUPTI_KIND"] = cupti_kind;
   }
   StageResult round_stage;
-  round_stage.log = e.dir / fmt::format("performance_r{}.log", round);
+  round_stage.log = e.dir / fmt::format("performance_{}.log", label);
   fs::remove(round_stage.log);
   bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage);
   st.commands.insert(st.commands.end(), round_stage.commands.begin(), round_stage.commands.end());
   st.wall_seconds += round_stage.wall_seconds;
   m.wall_seconds = round_stage.wall_seconds;
   if (!ok) {
-    for (auto& err : round_stage.errors) st.errors.push_back(fmt::format("round {}: {}", round, err));
+    for (auto& err : round_stage.errors) st.errors.push_back(fmt::format("{}: {}", what, err));
     e.rounds.push_back(std::move(m));
-    return;
+    return false;
   }
   std::string output(read_file(round_stage.log).view());
   if (opt_.check_latency) {
     if (auto lat = parse_latency_output(output)) {
-      e.latency_report = *lat;
+      if (!probe) e.latency_report = *lat;  // the report is the last measured round's
       if (lat->success) {
         m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);
         for (double ms : lat->samples_ms) m.samples_ns.push_back(ms * 1e6);
@@ -301,10 +321,12 @@ void Evaluator::measure_round(Evaluation& e, int round) const {
   }
   if (!m.cupti_jsonl.empty()) {
     auto trace = profiler::read_cupti_jsonl(m.cupti_jsonl);
+    // All kernels, not only kernel_filter's: concurrency anywhere is what serializing would change.
+    m.cross_stream_overlap_ns = profiler::cross_stream_overlap_ns(trace.kernels);
     auto kept = profiler::filter_by_name(trace.kernels, opt_.latency.kernel_filter);
     m.cupti_kernels = kept.size();
     m.cupti_busy_ns = profiler::busy_union_ns(kept);
-    e.kernels.insert(e.kernels.end(), kept.begin(), kept.end());
+    if (!probe) e.kernels.insert(e.kernels.end(), kept.begin(), kept.end());
     if (m.samples_ns.empty() && m.cupti_busy_ns > 0) {
       m.source = "cupti_busy_union";
       m.samples_ns.push_back(static_cast<double>(m.cupti_busy_ns));
@@ -315,6 +337,7 @@ void Evaluator::measure_round(Evaluation& e, int round) const {
     m.samples_ns.push_back(m.wall_seconds * 1e9);
   }
   e.rounds.push_back(std::move(m));
+  return true;
 }
 
 void Evaluator::ncu_pass(Evaluation& e) const {

@@ -42,7 +42,14 @@ class Evaluator {
   // Creates <workspace>/<id>/ and runs compile and correctness.
   void prepare(Evaluation& e) const;
   // One performance run (no-op unless correctness succeeded and perf is on).
-  void measure_round(Evaluation& e, int round) const;
+  // `cupti_kind` goes to MAGPIE_CUPTI_KIND when the CUPTI library is loaded;
+  // "" = performance.cupti_kind, auto meaning the library's default (concurrent).
+  void measure_round(Evaluation& e, int round, const std::string& cupti_kind = "") const;
+  // cupti_kind auto's probe: a concurrent round written as *_probe.*, kept out
+  // of the samples and the kernel table. True when its command finished.
+  bool measure_probe(Evaluation& e) const;
+  // Why `e`'s performance rounds run without the CUPTI library; "" when they run with it.
+  std::string why_no_cupti(const Evaluation& e) const;
   // Sets the performance and latency states, the ncu pass and the roofline floor.
   void finish(Evaluation& e) const;
   const EvaluatorOptions& options() const { return opt_; }
@@ -51,6 +58,7 @@ class Evaluator {
   void compile(Evaluation& e) const;
   void check_correctness(Evaluation& e) const;
   void ncu_pass(Evaluation& e) const;
+  bool run_round(Evaluation& e, int round, bool probe, const std::string& cupti_kind) const;
   std::map<std::string, std::string> env_for(const Evaluation& e) const;
   Command harness_command(const Evaluation& e, const std::string& mode, const std::filesystem::path& json_out) const;
   EvaluatorOptions opt_;

@@ -173,7 +173,7 @@ struct Reader {
     warn_unknown(n, "performance.",
                  {"backend", "timeout_seconds", "ncu", "rocprof_compute", "metrix", "ncu_pass", "rounds",
                   "threshold", "bootstrap_resamples", "bootstrap_seed", "confidence", "peak_tbps", "peak_tflops",
-                  "floor_tolerance"});
+                  "floor_tolerance", "cupti_kind"});
     if (n["backend"]) {
       p.backend = scalar(n["backend"], key + ".backend");
       if (p.backend != "rocprof_compute" && p.backend != "ncu" && p.backend != "metrix") {
@@ -194,6 +194,13 @@ struct Reader {
     if (n["peak_tbps"]) p.peak_tbps = number<double>(n["peak_tbps"], key + ".peak_tbps");
     if (n["peak_tflops"]) p.peak_tflops = number<double>(n["peak_tflops"], key + ".peak_tflops");
     if (n["floor_tolerance"]) p.floor_tolerance = number<double>(n["floor_tolerance"], key + ".floor_tolerance");
+    if (n["cupti_kind"]) {
+      p.cupti_kind = scalar(n["cupti_kind"], key + ".cupti_kind");
+      if (p.cupti_kind != "auto" && p.cupti_kind != "concurrent" && p.cupti_kind != "serial") {
+        fail(key + ".cupti_kind", fmt::format("unknown CUPTI kind '{}'", p.cupti_kind),
+             "use auto (a probe round decides), concurrent or serial");
+      }
+    }
     if (p.rounds < 1) fail(key + ".rounds", "must be at least 1", "e.g. rounds: 5");
     if (p.threshold < 0 || p.threshold >= 1) fail(key + ".threshold", "must be in [0, 1)", "e.g. threshold: 0.02 for ±2%");
     if (p.timeout_seconds <= 0) fail(key + ".timeout_seconds", "must be positive", "e.g. 300");

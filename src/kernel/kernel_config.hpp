@@ -60,6 +60,9 @@ struct PerformanceSettings {
   double peak_tbps = 0;    // 0 = from the detected GPU
   double peak_tflops = 0;  // 0 = from the detected GPU
   double floor_tolerance = 0.9;  // reject medians below floor × this
+  // How libmagpie_cupti.so times kernels (MAGPIE_CUPTI_KIND): concurrent, serial,
+  // or auto = a probe round decides (kernel/cupti_choice.hpp).
+  std::string cupti_kind = "auto";
 };
 
 struct CorrectnessSettings {

@@ -39,11 +39,12 @@ Ranking rank_evaluations(const std::vector<Evaluation>& evals, size_t baseline, 
   for (size_t k = 0; k < order.size(); ++k) r.rows[order[k]].rank = k + 1;
   bool base_ok = baseline < r.rows.size() && r.rows[baseline].eligible;
   if (base_ok) {
-    auto base_samples = evals[baseline].samples_ns();
+    // By round, so that drift between rounds widens the CI (two-level bootstrap).
+    auto base_rounds = evals[baseline].samples_by_round();
     for (size_t i = 0; i < r.rows.size(); ++i) {
       if (i == baseline || !r.rows[i].eligible) continue;
-      auto cand = evals[i].samples_ns();
-      r.rows[i].vs_baseline = compare_samples(base_samples, cand, settings);
+      auto cand_rounds = evals[i].samples_by_round();
+      r.rows[i].vs_baseline = compare_samples(base_rounds, cand_rounds, settings);
       if (r.rows[i].vs_baseline->verdict == Verdict::kSlower) r.any_regression = true;
     }
   }

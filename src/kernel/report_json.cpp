@@ -1,6 +1,7 @@
 #include "kernel/report_json.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/statistics.hpp"
 #include "kernel/verdict.hpp"
@@ -35,6 +36,15 @@ json ms_stats(std::vector<double> ns) {
           {"min_ms", s.min / 1e6}, {"max_ms", s.max / 1e6}, {"std_ms", s.stddev / 1e6}, {"n", s.count}};
 }
 
+// `probe_overlap_ns`: this implementation's probe (per implementation) or the
+// largest over all probes (compare's top level); null without a probe.
+json cupti_json(const CuptiChoice& c, std::optional<int64_t> probe_overlap_ns) {
+  return {{"kind", c.kind.empty() ? json(nullptr) : json(c.kind)},
+          {"chosen_by", c.chosen_by},
+          {"reason", c.reason},
+          {"probe_cross_stream_overlap_ns", probe_overlap_ns ? json(*probe_overlap_ns) : json(nullptr)}};
+}
+
 json performance_result(const Evaluation& e) {
   json j = stage_result(e.performance);
   j["command"] = e.performance.commands.empty() ? "" : e.performance.commands.front();
@@ -57,12 +67,17 @@ json performance_result(const Evaluation& e) {
   j["kernels"] = kernels;
   // Ours: the samples the verdicts use, and where they came from.
   json rounds = json::array();
+  std::optional<int64_t> probe_overlap;
   for (const auto& r : e.rounds) {
-    rounds.push_back({{"round", r.round}, {"source", r.source}, {"samples", r.samples_ns.size()},
-                      {"median_ns", median_of(r.samples_ns)}, {"cupti_busy_ns", r.cupti_busy_ns},
-                      {"cupti_kernels", r.cupti_kernels}, {"wall_seconds", r.wall_seconds}});
+    if (r.probe) probe_overlap = r.cross_stream_overlap_ns;
+    rounds.push_back({{"round", r.round}, {"probe", r.probe}, {"source", r.source},
+                      {"samples", r.samples_ns.size()}, {"median_ns", median_of(r.samples_ns)},
+                      {"cupti_kind", r.cupti_kind.empty() ? json(nullptr) : json(r.cupti_kind)},
+                      {"cupti_busy_ns", r.cupti_busy_ns}, {"cupti_kernels", r.cupti_kernels},
+                      {"cross_stream_overlap_ns", r.cross_stream_overlap_ns}, {"wall_seconds", r.wall_seconds}});
   }
-  j["magpie_stats"] = {{"timing_source", e.timing_source()}, {"samples", sample_stats(samples)}, {"rounds", rounds}};
+  j["magpie_stats"] = {{"timing_source", e.timing_source()}, {"samples", sample_stats(samples)},
+                       {"cupti", cupti_json(e.cupti, probe_overlap)}, {"rounds", rounds}};
   return j;
 }
 
@@ -130,7 +145,7 @@ json analyze_report(const std::vector<Evaluation>& evals, const std::string& tim
 }
 
 json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking, const VerdictSettings& settings,
-                    const std::string& timestamp) {
+                    const CuptiChoice& cupti, const std::string& timestamp) {
   json kernel_results = json::array(), correctness = json::array(), perf_scores = json::array(),
        summary = json::array();
   bool all_correct = true;
@@ -173,7 +188,9 @@ json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking
                {"verdicts", verdicts},
                {"verdict_rule", {{"threshold", settings.threshold}, {"confidence", settings.confidence},
                                  {"bootstrap_resamples", settings.resamples}, {"seed", settings.seed},
-                                 {"statistic", "median(baseline)/median(candidate)"}}},
+                                 {"statistic", "median(baseline)/median(candidate)"},
+                                 {"bootstrap", "two-level: rounds, then samples within rounds"}}},
+               {"cupti", cupti_json(cupti, cupti.probe_overlap_ns)},
                {"regression", ranking.any_regression}};
   return {{"mode", "compare"}, {"timestamp", timestamp}, {"summary", summary}, {"results", results}};
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel/cupti_choice.hpp"
 #include "kernel/evaluation.hpp"
 #include "kernel/ranking.hpp"
 
@@ -15,7 +16,9 @@ nlohmann::json evaluation_state(const Evaluation& e);
 
 nlohmann::json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp);
 
+// `cupti`: the one CUPTI kind all implementations were timed with, and why.
 nlohmann::json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking,
-                              const VerdictSettings& settings, const std::string& timestamp);
+                              const VerdictSettings& settings, const CuptiChoice& cupti,
+                              const std::string& timestamp);
 
 }  // namespace magpie::kernel

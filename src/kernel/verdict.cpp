@@ -30,18 +30,43 @@ double median_of(std::span<const double> xs) {
 
 namespace {
 
-// Median of a with-replacement resample of `xs`, into scratch buffer `buf`.
-double resampled_median(std::span<const double> xs, std::mt19937_64& rng, std::vector<double>& buf) {
-  std::uniform_int_distribution<size_t> pick(0, xs.size() - 1);
-  buf.resize(xs.size());
-  for (auto& b : buf) b = xs[pick(rng)];
+using Rounds = std::vector<std::span<const double>>;
+
+Rounds non_empty(std::span<const std::vector<double>> rounds) {
+  Rounds out;
+  for (const auto& r : rounds) {
+    if (!r.empty()) out.emplace_back(r);
+  }
+  return out;
+}
+
+std::vector<double> pooled(const Rounds& rounds) {
+  std::vector<double> all;
+  for (auto r : rounds) all.insert(all.end(), r.begin(), r.end());
+  return all;
+}
+
+// Median of a two-level resample of `rounds` (rounds with replacement, then
+// samples with replacement within each), into scratch buffer `buf`. One round
+// draws no round index, so an ungrouped call draws exactly what a plain
+// bootstrap of its samples draws.
+double resampled_median(const Rounds& rounds, std::mt19937_64& rng, std::vector<double>& buf) {
+  buf.clear();
+  std::uniform_int_distribution<size_t> pick_round(0, rounds.size() - 1);
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    auto r = rounds.size() == 1 ? rounds[0] : rounds[pick_round(rng)];
+    std::uniform_int_distribution<size_t> pick(0, r.size() - 1);
+    for (size_t j = 0; j < r.size(); ++j) buf.push_back(r[pick(rng)]);
+  }
   return median_of(buf);
 }
 
 }  // namespace
 
-SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<const double> candidate,
-                                const VerdictSettings& s) {
+SpeedupEstimate compare_samples(std::span<const std::vector<double>> baseline_rounds,
+                                std::span<const std::vector<double>> candidate_rounds, const VerdictSettings& s) {
+  const Rounds base = non_empty(baseline_rounds), cand = non_empty(candidate_rounds);
+  const auto baseline = pooled(base), candidate = pooled(cand);
   SpeedupEstimate e;
   e.baseline_median = median_of(baseline);
   e.candidate_median = median_of(candidate);
@@ -59,8 +84,8 @@ SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<cons
   ratios.reserve(static_cast<size_t>(s.resamples));
   std::vector<double> buf;
   for (int i = 0; i < s.resamples; ++i) {
-    double b = resampled_median(baseline, rng, buf);
-    double c = resampled_median(candidate, rng, buf);
+    double b = resampled_median(base, rng, buf);
+    double c = resampled_median(cand, rng, buf);
     ratios.push_back(c > 0 ? b / c : 0);
   }
   std::sort(ratios.begin(), ratios.end());
@@ -89,6 +114,12 @@ SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<cons
                            e.ci_low, e.ci_high, s.threshold * 100);
   }
   return e;
+}
+
+SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<const double> candidate,
+                                const VerdictSettings& s) {
+  const std::vector<double> b(baseline.begin(), baseline.end()), c(candidate.begin(), candidate.end());
+  return compare_samples(std::span<const std::vector<double>>(&b, 1), std::span<const std::vector<double>>(&c, 1), s);
 }
 
 }  // namespace magpie::kernel

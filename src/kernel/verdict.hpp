@@ -3,6 +3,7 @@
 // interval, and a verdict that says when a difference is only noise.
 //
 // speedup = median(baseline) / median(candidate)   (> 1: candidate faster)
+// The CI comes from a bootstrap that resamples rounds, then samples within them.
 // With the practical threshold t and the CI [lo, hi]:
 //   SAME       lo >= 1/(1+t) and hi <= 1+t   (the whole CI is practically equal)
 //   FASTER     lo >  1+t                     (faster by more than t, beyond noise)
@@ -36,7 +37,18 @@ struct SpeedupEstimate {
   std::string reason;
 };
 
-// Samples are times (any unit, same for both). Deterministic for a given seed.
+// Samples grouped by round (performance run): a two-level bootstrap. Each
+// resample draws rounds with replacement, then samples with replacement within
+// each drawn round, and takes the median of them pooled; so drift between
+// rounds widens the CI instead of passing for a difference. The point estimate
+// is the ratio of the pooled medians; min_samples counts all samples of a side.
+// Empty rounds are ignored. Times in any unit, the same for both; deterministic
+// for a given seed.
+SpeedupEstimate compare_samples(std::span<const std::vector<double>> baseline_rounds,
+                                std::span<const std::vector<double>> candidate_rounds,
+                                const VerdictSettings& settings = {});
+
+// Ungrouped samples: one round each side (a plain bootstrap of both medians).
 SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<const double> candidate,
                                 const VerdictSettings& settings = {});
 

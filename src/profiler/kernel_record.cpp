@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/intervals.hpp"
@@ -94,6 +95,36 @@ int64_t busy_union_ns(const std::vector<KernelRecord>& kernels, int64_t lo, int6
     if (e > s) iv.emplace_back(s, e);
   }
   return merge_intervals(iv);
+}
+
+int64_t cross_stream_overlap_ns(const std::vector<KernelRecord>& kernels) {
+  using StreamKey = std::pair<int64_t, int64_t>;  // (device, stream)
+  struct Edge {
+    int64_t t;
+    int delta;  // +1 start, -1 end
+    StreamKey stream;
+  };
+  std::vector<Edge> edges;
+  for (const auto& k : kernels) {
+    if (k.end_ns <= k.start_ns) continue;
+    edges.push_back({k.start_ns, +1, {k.device, k.stream}});
+    edges.push_back({k.end_ns, -1, {k.device, k.stream}});
+  }
+  // Ends before starts at the same instant: kernels that only touch do not overlap.
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+  });
+  std::map<StreamKey, int> running;  // kernels running per stream
+  size_t busy_streams = 0;
+  int64_t overlap = 0, prev = 0;
+  for (const auto& e : edges) {
+    if (busy_streams >= 2) overlap += e.t - prev;
+    prev = e.t;
+    int& n = running[e.stream];
+    if (e.delta > 0 && n++ == 0) ++busy_streams;
+    if (e.delta < 0 && --n == 0) --busy_streams;
+  }
+  return overlap;
 }
 
 std::vector<KernelRecord> filter_by_name(const std::vector<KernelRecord>& kernels, const std::string& regex) {

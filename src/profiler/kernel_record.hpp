@@ -57,6 +57,13 @@ std::vector<KernelAggregate> aggregate_by_name(const std::vector<KernelRecord>& 
 // once), optionally clipped to [lo, hi].
 int64_t busy_union_ns(const std::vector<KernelRecord>& kernels, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
 
+// Time during which kernels of two or more different streams ran at once
+// (overlaps counted once, however many streams). Kernels of one stream that
+// appear to overlap (timestamp skew between back-to-back launches) do not count:
+// this measures concurrency that serializing the streams would take away.
+// A stream is (device, stream id).
+int64_t cross_stream_overlap_ns(const std::vector<KernelRecord>& kernels);
+
 // Kernels whose name matches `regex` (ECMAScript, search); all when empty.
 std::vector<KernelRecord> filter_by_name(const std::vector<KernelRecord>& kernels, const std::string& regex);
 

@@ -121,6 +121,19 @@ TEST(KernelConfig, ErrorsNameFileKeyAndFix) {
   expect_error("kernel: {type: hip}\nlatency: {method: magic}\n", ErrorKind::kUsage, {"latency.method", "cuda_graph"});
 }
 
+TEST(KernelConfig, CuptiKindDefaultsToAutoAndRejectsOthers) {
+  EXPECT_EQ(parse("kernel: {type: cuda}\n").performance.cupti_kind, "auto");
+  EXPECT_EQ(parse("kernel: {type: cuda}\nperformance: {cupti_kind: serial}\n").performance.cupti_kind, "serial");
+  EXPECT_EQ(parse("kernel: {type: cuda}\nperformance: {cupti_kind: concurrent}\n").performance.cupti_kind,
+            "concurrent");
+  auto cfg = parse("kernel: {type: cuda}\nperformance: {cupti_kind: auto}\n");
+  EXPECT_TRUE(cfg.warnings.empty());  // a known key, not "unknown key ignored"
+  expect_error("kernel: {type: cuda}\nperformance: {cupti_kind: Serial}\n", ErrorKind::kUsage,
+               {"test.yaml", "performance.cupti_kind", "'Serial'", "auto", "concurrent or serial"});
+  expect_error("kernel: {type: cuda}\nperformance: {cupti_kind: [serial]}\n", ErrorKind::kUsage,
+               {"performance.cupti_kind"});
+}
+
 TEST(KernelConfig, UnknownKeysWarnAndRayImpliesRay) {
   auto cfg = parse("kernel: {type: hip, colour: blue}\nray_config: {cluster_address: auto}\n");
   ASSERT_FALSE(cfg.warnings.empty());

@@ -1,10 +1,13 @@
 // The pipeline's states on fake commands (no GPU, no compiler needed).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "core/file_io.hpp"
 #include "kernel/evaluator.hpp"
+#include "kernel/performance_rounds.hpp"
 
 namespace magpie::kernel {
 namespace {
@@ -118,6 +121,139 @@ TEST_F(KernelEvaluatorTest, HipWithoutHipccSaysSo) {
   ev.prepare(e);
   EXPECT_EQ(e.compiling.state, StageState::kFailed);
   EXPECT_NE(e.compiling.errors.at(0).find("hipcc not found"), std::string::npos);
+}
+
+// Stands in for a CUDA program under libmagpie_cupti.so (no GPU in CI): writes
+// two kernel records to $MAGPIE_CUPTI_OUTPUT in the library's JSONL format, as
+// tests/data/kernel/cupti_sample.jsonl and python/magpie_bench/tests do, and
+// prints MAGPIE_LATENCY_JSON like the harness (9 ms samples under concurrent,
+// so a probe's samples are recognisable). "side" runs 2000-4000 ns inside "k"
+// (1000-5000 ns) on `side_stream`: 7 is k's own stream, anything else overlaps.
+Command fake_cupti_program(int side_stream) {
+  std::string script = fmt::format(
+      R"(echo "kind=${{MAGPIE_CUPTI_KIND:-none}}"
+if [ -n "$MAGPIE_CUPTI_OUTPUT" ]; then
+  echo '{{"name":"k_'"$MAGPIE_CUPTI_KIND"'","start":1000,"end":5000,"stream":7}}' > "$MAGPIE_CUPTI_OUTPUT"
+  echo '{{"name":"side","start":2000,"end":4000,"stream":{}}}' >> "$MAGPIE_CUPTI_OUTPUT"
+fi
+ms=0.2; [ "$MAGPIE_CUPTI_KIND" = concurrent ] && ms=9
+echo "MAGPIE_LATENCY_JSON: {{\"mode\":\"events\",\"stats\":{{\"samples_ms\":[$ms,$ms,$ms]}}}}")",
+      side_stream);
+  return {"sh", "-c", script};
+}
+
+std::string text_of(const fs::path& p) { return std::string(read_file(p).view()); }
+
+struct CuptiRounds : KernelEvaluatorTest {
+  EvaluatorOptions cupti_options() {
+    auto o = options();
+    o.cupti_lib = ws / "libmagpie_cupti.so";  // never loaded: the testcase is a shell script
+    o.performance.rounds = 3;
+    return o;
+  }
+  std::vector<Evaluation> run(const Evaluator& ev, std::vector<Evaluation> evals, CuptiChoice& choice) {
+    for (auto& e : evals) ev.prepare(e);
+    choice = run_performance_rounds(ev, evals);
+    for (auto& e : evals) ev.finish(e);
+    return evals;
+  }
+};
+
+TEST_F(CuptiRounds, AutoProbeChoosesSerialWhenNoStreamsOverlap) {
+  Evaluator ev(cupti_options());
+  CuptiChoice choice;
+  auto evals = run(ev, {make("a", {}, {fake_cupti_program(7)}), make("b", {}, {fake_cupti_program(7)})}, choice);
+  EXPECT_EQ(choice.kind, "serial");
+  EXPECT_EQ(choice.chosen_by, "auto");
+  EXPECT_EQ(choice.probe_overlap_ns, 0);
+  for (const auto& e : evals) {
+    ASSERT_EQ(e.rounds.size(), 4u) << e.spec.id;  // the probe, then rounds 0-2
+    const auto& probe = e.rounds[0];
+    EXPECT_TRUE(probe.probe);
+    EXPECT_EQ(probe.round, -1);
+    EXPECT_EQ(probe.cupti_kind, "concurrent");
+    EXPECT_EQ(probe.cross_stream_overlap_ns, 0);  // same-stream overlap does not count
+    EXPECT_NE(text_of(e.dir / "performance_probe.log").find("kind=concurrent"), std::string::npos);
+    EXPECT_TRUE(fs::exists(e.dir / "kernels_probe.jsonl"));
+    for (int r = 0; r < 3; ++r) {
+      const auto& m = e.rounds[static_cast<size_t>(r) + 1];
+      EXPECT_FALSE(m.probe);
+      EXPECT_EQ(m.round, r);
+      EXPECT_EQ(m.cupti_kind, "serial");
+      EXPECT_NE(text_of(e.dir / fmt::format("performance_r{}.log", r)).find("kind=serial"), std::string::npos);
+    }
+    // The probe's 9 ms samples and its kernels stay out of what is reported and compared.
+    auto samples = e.samples_ns();
+    EXPECT_EQ(samples.size(), 9u);
+    for (double ns : samples) EXPECT_DOUBLE_EQ(ns, 0.2e6);
+    ASSERT_EQ(e.samples_by_round().size(), 3u);
+    EXPECT_EQ(e.samples_by_round()[0].size(), 3u);
+    EXPECT_EQ(e.kernels.size(), 6u);
+    for (const auto& k : e.kernels) EXPECT_NE(k.name, "k_concurrent");
+    EXPECT_EQ(e.cupti.kind, "serial");
+    EXPECT_EQ(e.performance.state, StageState::kSuccess);
+  }
+}
+
+TEST_F(CuptiRounds, AutoProbeKeepsConcurrentWhenStreamsOverlap) {
+  auto opt = cupti_options();
+  opt.latency.kernel_filter = "^k_";  // the overlap still counts "side", which the filter drops
+  Evaluator ev(opt);
+  CuptiChoice choice;
+  auto evals =
+      run(ev, {make("one_stream", {}, {fake_cupti_program(7)}), make("two_streams", {}, {fake_cupti_program(13)})},
+          choice);
+  EXPECT_EQ(choice.kind, "concurrent");
+  EXPECT_EQ(choice.probe_overlap_ns, 2000);
+  EXPECT_NE(choice.reason.find("two_streams"), std::string::npos) << choice.reason;
+  for (const auto& e : evals) {
+    ASSERT_EQ(e.rounds.size(), 4u);
+    for (const auto& m : e.rounds) {
+      EXPECT_EQ(m.cupti_kind, "concurrent");
+      EXPECT_EQ(m.cross_stream_overlap_ns, e.spec.id == "two_streams" ? 2000 : 0);
+      EXPECT_EQ(m.cupti_kernels, 1u);
+    }
+    EXPECT_EQ(e.kernels.size(), 3u);  // filtered, measured rounds only
+    EXPECT_EQ(e.samples_ns().size(), 9u);
+  }
+}
+
+TEST_F(CuptiRounds, ExplicitKindRunsNoProbe) {
+  auto opt = cupti_options();
+  opt.performance.cupti_kind = "serial";
+  Evaluator ev(opt);
+  CuptiChoice choice;
+  auto evals = run(ev, {make("two_streams", {}, {fake_cupti_program(13)})}, choice);
+  EXPECT_EQ(choice.kind, "serial");  // overlapping streams, but the config says serial
+  EXPECT_EQ(choice.chosen_by, "config");
+  EXPECT_FALSE(choice.probe_overlap_ns.has_value());
+  const auto& e = evals[0];
+  ASSERT_EQ(e.rounds.size(), 3u);
+  for (const auto& m : e.rounds) {
+    EXPECT_FALSE(m.probe);
+    EXPECT_EQ(m.cupti_kind, "serial");
+  }
+  EXPECT_FALSE(fs::exists(e.dir / "kernels_probe.jsonl"));
+  EXPECT_NE(text_of(e.dir / "performance_r0.log").find("kind=serial"), std::string::npos);
+}
+
+TEST_F(CuptiRounds, WithoutTheLibraryNothingChanges) {
+  auto opt = cupti_options();
+  opt.cupti_lib.clear();  // CI, AMD
+  Evaluator ev(opt);
+  CuptiChoice choice;
+  auto evals = run(ev, {make("a", {}, {fake_cupti_program(13)})}, choice);
+  EXPECT_TRUE(choice.kind.empty());
+  EXPECT_NE(choice.reason.find("no CUPTI library"), std::string::npos) << choice.reason;
+  const auto& e = evals[0];
+  ASSERT_EQ(e.rounds.size(), 3u);
+  for (const auto& m : e.rounds) {
+    EXPECT_FALSE(m.probe);
+    EXPECT_TRUE(m.cupti_kind.empty());
+    EXPECT_TRUE(m.cupti_jsonl.empty());
+  }
+  EXPECT_NE(text_of(e.dir / "performance_r0.log").find("kind=none"), std::string::npos);
+  EXPECT_TRUE(e.cupti.kind.empty());
 }
 
 TEST(GpuInfo, ComputeCapToArch) {

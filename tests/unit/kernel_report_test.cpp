@@ -78,7 +78,8 @@ TEST(KernelReport, CompareRanksAndExcludesFailures) {
   EXPECT_EQ(ranking.rows[1].vs_baseline->verdict, Verdict::kFaster);
   EXPECT_EQ(ranking.rows[3].vs_baseline->verdict, Verdict::kSame);
   EXPECT_FALSE(ranking.any_regression);
-  auto j = compare_report(evals, ranking, vs, "t");
+  CuptiChoice serial{"serial", "auto", "no kernels overlapped across streams", 0};
+  auto j = compare_report(evals, ranking, vs, serial, "t");
   EXPECT_EQ(j["mode"], "compare");
   const auto& res = j["results"];
   EXPECT_EQ(res["kernel_results"].size(), 4u);
@@ -90,6 +91,9 @@ TEST(KernelReport, CompareRanksAndExcludesFailures) {
   EXPECT_EQ(res["rankings"].size(), 3u);
   EXPECT_TRUE(res["summary"].is_string());
   EXPECT_EQ(res["verdicts"][1]["verdict"], "FASTER");
+  EXPECT_EQ(res["cupti"]["kind"], "serial");  // the one decision, once for all
+  EXPECT_EQ(res["cupti"]["chosen_by"], "auto");
+  EXPECT_EQ(res["cupti"]["probe_cross_stream_overlap_ns"], 0);
   auto md = markdown_table(evals, &ranking);
   EXPECT_NE(md.find("| 1 | tiled |"), std::string::npos);
   EXPECT_NE(md.find("not ranked"), std::string::npos);
@@ -102,6 +106,54 @@ TEST(KernelReport, SlowerCandidateIsARegressionAndBaselineKeepsTitle) {
   EXPECT_TRUE(ranking.any_regression);
   EXPECT_EQ(ranking.winner, 0u);
   EXPECT_EQ(ranking.rows[1].vs_baseline->verdict, Verdict::kSlower);
+}
+
+// A probe round (9 ms, its own source) ahead of two measured rounds.
+Evaluation with_probe() {
+  Evaluation e = measured(0, "k", 100000, 1);
+  e.rounds[0].round = 0;
+  e.rounds[0].cupti_kind = "serial";
+  RoundMeasurement probe;
+  probe.round = -1;
+  probe.probe = true;
+  probe.source = "cupti_busy_union";
+  probe.samples_ns = {9e6};
+  probe.cupti_kind = "concurrent";
+  probe.cross_stream_overlap_ns = 300;
+  RoundMeasurement second = e.rounds[0];
+  second.round = 1;
+  second.samples_ns.resize(10);
+  e.rounds = {probe, e.rounds[0], second};
+  e.cupti = {"serial", "auto", "serial chosen because ...", 300};
+  return e;
+}
+
+TEST(KernelReport, ProbeRoundIsListedButNotSampled) {
+  auto e = with_probe();
+  EXPECT_EQ(e.samples_ns().size(), 50u);
+  for (double ns : e.samples_ns()) EXPECT_LT(ns, 1e6);
+  auto by_round = e.samples_by_round();
+  ASSERT_EQ(by_round.size(), 2u);
+  EXPECT_EQ(by_round[0].size(), 40u);
+  EXPECT_EQ(by_round[1].size(), 10u);
+  EXPECT_EQ(e.timing_source(), "latency_json:events");  // not the probe's
+  auto j = evaluation_state(e);
+  const auto& stats = j["performance_result"]["magpie_stats"];
+  EXPECT_EQ(stats["samples"]["count"], 50);
+  ASSERT_EQ(stats["rounds"].size(), 3u);
+  EXPECT_EQ(stats["rounds"][0]["probe"], true);
+  EXPECT_EQ(stats["rounds"][0]["cupti_kind"], "concurrent");
+  EXPECT_EQ(stats["rounds"][0]["cross_stream_overlap_ns"], 300);
+  EXPECT_EQ(stats["rounds"][1]["probe"], false);
+  EXPECT_EQ(stats["rounds"][1]["cupti_kind"], "serial");
+  EXPECT_EQ(stats["cupti"]["kind"], "serial");
+  EXPECT_EQ(stats["cupti"]["chosen_by"], "auto");
+  EXPECT_EQ(stats["cupti"]["probe_cross_stream_overlap_ns"], 300);
+  EXPECT_TRUE(stats["cupti"]["reason"].is_string());
+  // Without the library: kind and probe overlap are null.
+  auto plain = evaluation_state(measured(0, "k", 100000, 1))["performance_result"]["magpie_stats"]["cupti"];
+  EXPECT_TRUE(plain["kind"].is_null());
+  EXPECT_TRUE(plain["probe_cross_stream_overlap_ns"].is_null());
 }
 
 }  // namespace

@@ -39,6 +39,41 @@ TEST(CuptiJsonl, ParsesKernelsMarkersAndSkipsACutLine) {
   EXPECT_TRUE(read_cupti_jsonl(kData / "absent.jsonl").kernels.empty());
 }
 
+KernelRecord on(int64_t stream, int64_t start, int64_t end, int64_t device = 0) {
+  KernelRecord k;
+  k.name = "k";
+  k.stream = stream;
+  k.start_ns = start;
+  k.end_ns = end;
+  k.device = device;
+  return k;
+}
+
+TEST(CrossStreamOverlap, SameStreamOverlapAndTouchingKernelsCountNothing) {
+  // Skewed back-to-back kernels on one stream, then a kernel of another stream starting exactly at an end.
+  EXPECT_EQ(cross_stream_overlap_ns({on(7, 0, 100), on(7, 50, 150), on(13, 150, 300)}), 0);
+  EXPECT_EQ(cross_stream_overlap_ns({}), 0);
+  EXPECT_EQ(cross_stream_overlap_ns({on(7, 0, 100), on(13, 40, 40)}), 0);  // empty kernel
+}
+
+TEST(CrossStreamOverlap, TwoStreamsPartlyOverlapping) {
+  EXPECT_EQ(cross_stream_overlap_ns({on(7, 1000, 1250), on(13, 1200, 1400)}), 50);
+  // A second kernel of stream 7 inside the overlap does not count it twice.
+  EXPECT_EQ(cross_stream_overlap_ns({on(7, 1000, 1250), on(7, 1210, 1240), on(13, 1200, 1400)}), 50);
+  // The recorded-format fixture: vector_add on stream 7 and side_work on stream 13.
+  EXPECT_EQ(cross_stream_overlap_ns(read_cupti_jsonl(kData / "cupti_sample.jsonl").kernels), 50);
+  // Stream ids repeat across devices: (device, stream) is the stream.
+  EXPECT_EQ(cross_stream_overlap_ns({on(7, 0, 100, 0), on(7, 60, 200, 1)}), 40);
+}
+
+TEST(CrossStreamOverlap, ThreeStreamsCountedOnceAtATime) {
+  // s1 [0,100] s2 [50,150] s3 [140,300] s1 [250,260]:
+  // two or more streams busy in [50,100] (s1+s2), [140,150] (s2+s3), [250,260] (s3+s1).
+  EXPECT_EQ(cross_stream_overlap_ns({on(1, 0, 100), on(2, 50, 150), on(3, 140, 300), on(1, 250, 260)}), 70);
+  // Two or more busy in [50,120], all three in [80,100]: that stretch counts once.
+  EXPECT_EQ(cross_stream_overlap_ns({on(1, 0, 100), on(2, 50, 150), on(3, 80, 120)}), 70);
+}
+
 TEST(NcuCsv, ParsesAmongProfAndAppLines) {
   auto text = read_file(kData / "ncu_raw.csv");
   auto ks = parse_ncu_csv(text.view(), "ncu_raw.csv");

@@ -1,0 +1,66 @@
+#include "kernel/cupti_choice.hpp"
+
+#include <fmt/format.h>
+
+
+namespace magpie::kernel {
+
+bool needs_cupti_probe(const std::string& configured_kind, bool cupti_in_use) {
+  return configured_kind == "auto" && cupti_in_use;
+}
+
+namespace {
+
+CuptiChoice configured(const std::string& kind) {
+  CuptiChoice c{kind, "config", "", std::nullopt};
+  c.reason = kind == "serial"
+                 ? "serial set by performance.cupti_kind or --cupti-kind: kernels are timed without CUPTI's "
+                   "per-block instrumentation, but kernels of different streams no longer overlap"
+                 : "concurrent set by performance.cupti_kind or --cupti-kind: kernels of different streams keep "
+                   "overlapping, and per-kernel durations may include CUPTI's per-block instrumentation";
+  return c;
+}
+
+}  // namespace
+
+CuptiChoice choose_cupti_kind(const std::string& configured_kind, const std::vector<ProbeOutcome>& probes) {
+  if (configured_kind != "auto") return configured(configured_kind);
+  CuptiChoice c{"concurrent", "auto", "", std::nullopt};
+  const ProbeOutcome* most = nullptr;  // the finished probe with the most overlap
+  for (const auto& p : probes) {
+    if (p.finished && (most == nullptr || p.cross_stream_overlap_ns > most->cross_stream_overlap_ns)) most = &p;
+  }
+  if (most == nullptr) {
+    // Nothing known about the workload's streams: keep the library's default,
+    // which at worst costs instrumentation overhead, never lost concurrency.
+    c.reason = "concurrent kept because no probe round finished (see the performance errors); per-kernel "
+               "durations may include CUPTI's per-block instrumentation";
+    return c;
+  }
+  c.probe_overlap_ns = most->cross_stream_overlap_ns;
+  if (most->cross_stream_overlap_ns > kProbeOverlapThresholdNs) {
+    c.reason = fmt::format(
+        "concurrent kept because kernels on different streams overlapped ({} ns in {}'s probe round), which "
+        "serializing would change; per-kernel durations may then include CUPTI's per-block instrumentation",
+        most->cross_stream_overlap_ns, most->id);
+    return c;
+  }
+  c.kind = "serial";
+  c.reason = fmt::format(
+      "serial chosen because no kernels overlapped across streams in the probe round{} (at most {} ns, "
+      "within the {} ns allowed for timestamp skew), so serializing changes nothing while avoiding "
+      "CONCURRENT_KERNEL's per-block instrumentation (measured +6% on a 262,144-block vector_add)",
+      probes.size() > 1 ? "s" : "", most->cross_stream_overlap_ns, kProbeOverlapThresholdNs);
+  return c;
+}
+
+CuptiChoice no_cupti_choice(const std::string& configured_kind, const std::string& why) {
+  return {"", configured_kind == "auto" ? "auto" : "config", why, std::nullopt};
+}
+
+std::string describe(const CuptiChoice& choice) {
+  if (choice.kind.empty()) return "CUPTI kernel timing: not used (" + choice.reason + ")";
+  return fmt::format("CUPTI kernel timing: {} ({}): {}", choice.kind, choice.chosen_by, choice.reason);
+}
+
+}  // namespace magpie::kernel
