@@ -37,6 +37,8 @@ struct RoundMeasurement {
   size_t cupti_kernels = 0;
   std::string cupti_kind;               // MAGPIE_CUPTI_KIND of this run; "" = no CUPTI library
   int64_t cross_stream_overlap_ns = 0;  // over all kernels in the trace, kernel_filter or not
+  size_t timed_kernels = 0;             // kernels the harness timed (not its flush/spin kernels)
+  double timed_blocks = 0;              // their thread blocks, summed
   double wall_seconds = 0;
   std::filesystem::path cupti_jsonl;
 };

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -17,6 +19,37 @@ namespace magpie::kernel {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Count and thread blocks of the kernels a harness timed: those its
+// MAGPIE_LATENCY_JSON kernel_name lists (one name, or the Python harness's
+// comma list; a listed name may be a prefix of the full signature), never the
+// harness's own L2-flush and spin kernels. They size CUPTI's two overheads.
+std::pair<size_t, double> timed_kernel_shape(const std::vector<profiler::KernelRecord>& kernels,
+                                             const std::string& listed) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at <= listed.size();) {
+    size_t comma = listed.find(',', at);
+    if (comma == std::string::npos) comma = listed.size();
+    std::string name = listed.substr(at, comma - at);
+    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+    if (!name.empty()) names.push_back(std::move(name));
+    at = comma + 1;
+  }
+  size_t count = 0;
+  double blocks = 0;
+  for (const auto& k : kernels) {
+    if (k.name.find("spin_kernel") != std::string::npos || k.name.find("flush_l2_by_reading") != std::string::npos)
+      continue;
+    bool listed_here = names.empty() || std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+                         return k.name.compare(0, n.size(), n) == 0;
+                       });
+    if (!listed_here) continue;
+    ++count;
+    blocks += static_cast<double>(std::max<int64_t>(k.grid[0], 1)) * std::max<int64_t>(k.grid[1], 1) *
+              std::max<int64_t>(k.grid[2], 1);
+  }
+  return {count, blocks};
+}
 
 fs::path self_dir() {
   std::error_code ec;
@@ -310,8 +343,10 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
     return false;
   }
   std::string output(read_file(round_stage.log).view());
+  std::string timed_names;  // what the harness says it timed, if it says
   if (opt_.check_latency) {
     if (auto lat = parse_latency_output(output)) {
+      timed_names = lat->kernel_name;
       if (!probe) e.latency_report = *lat;  // the report is the last measured round's
       if (lat->success) {
         m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);
@@ -324,6 +359,7 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
     // All kernels, not only kernel_filter's: concurrency anywhere is what serializing would change.
     m.cross_stream_overlap_ns = profiler::cross_stream_overlap_ns(trace.kernels);
     auto kept = profiler::filter_by_name(trace.kernels, opt_.latency.kernel_filter);
+    std::tie(m.timed_kernels, m.timed_blocks) = timed_kernel_shape(kept, timed_names);
     m.cupti_kernels = kept.size();
     m.cupti_busy_ns = profiler::busy_union_ns(kept);
     if (!probe) e.kernels.insert(e.kernels.end(), kept.begin(), kept.end());

@@ -25,8 +25,13 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
     if (needs_cupti_probe(configured, true)) {
       for (auto* e : profiled) {
         if (opt.verbose) std::cerr << fmt::format("[{}] CUPTI probe round (concurrent)\n", e->spec.id);
-        ProbeOutcome p{e->spec.id, ev.measure_probe(*e), 0};
-        if (p.finished) p.cross_stream_overlap_ns = e->rounds.back().cross_stream_overlap_ns;
+        ProbeOutcome p{e->spec.id, ev.measure_probe(*e), 0, 0, 0};
+        if (p.finished) {
+          const auto& probe = e->rounds.back();
+          p.cross_stream_overlap_ns = probe.cross_stream_overlap_ns;
+          p.timed_kernels = probe.timed_kernels;
+          p.timed_blocks = probe.timed_blocks;
+        }
         probes.push_back(std::move(p));
       }
     }

@@ -74,7 +74,8 @@ json performance_result(const Evaluation& e) {
                       {"samples", r.samples_ns.size()}, {"median_ns", median_of(r.samples_ns)},
                       {"cupti_kind", r.cupti_kind.empty() ? json(nullptr) : json(r.cupti_kind)},
                       {"cupti_busy_ns", r.cupti_busy_ns}, {"cupti_kernels", r.cupti_kernels},
-                      {"cross_stream_overlap_ns", r.cross_stream_overlap_ns}, {"wall_seconds", r.wall_seconds}});
+                      {"cross_stream_overlap_ns", r.cross_stream_overlap_ns}, {"timed_kernels", r.timed_kernels},
+                      {"timed_blocks", r.timed_blocks}, {"wall_seconds", r.wall_seconds}});
   }
   j["magpie_stats"] = {{"timing_source", e.timing_source()}, {"samples", sample_stats(samples)},
                        {"cupti", cupti_json(e.cupti, probe_overlap)}, {"rounds", rounds}};

@@ -129,11 +129,12 @@ TEST_F(KernelEvaluatorTest, HipWithoutHipccSaysSo) {
 // prints MAGPIE_LATENCY_JSON like the harness (9 ms samples under concurrent,
 // so a probe's samples are recognisable). "side" runs 2000-4000 ns inside "k"
 // (1000-5000 ns) on `side_stream`: 7 is k's own stream, anything else overlaps.
+// k has 262,144 blocks, so when nothing overlaps auto's cost model picks serial.
 Command fake_cupti_program(int side_stream) {
   std::string script = fmt::format(
       R"(echo "kind=${{MAGPIE_CUPTI_KIND:-none}}"
 if [ -n "$MAGPIE_CUPTI_OUTPUT" ]; then
-  echo '{{"name":"k_'"$MAGPIE_CUPTI_KIND"'","start":1000,"end":5000,"stream":7}}' > "$MAGPIE_CUPTI_OUTPUT"
+  echo '{{"name":"k_'"$MAGPIE_CUPTI_KIND"'","start":1000,"end":5000,"stream":7,"grid":[262144,1,1]}}' > "$MAGPIE_CUPTI_OUTPUT"
   echo '{{"name":"side","start":2000,"end":4000,"stream":{}}}' >> "$MAGPIE_CUPTI_OUTPUT"
 fi
 ms=0.2; [ "$MAGPIE_CUPTI_KIND" = concurrent ] && ms=9
