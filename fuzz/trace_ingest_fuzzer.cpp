@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
-#include "core/gzip_stream.hpp"
+#include "core/arriving_text.hpp"
 #include "trace/kineto_reader.hpp"
 #include "trace/rocprof_reader.hpp"
 #include "trace/trace_links.hpp"
@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {  // the path that parses while inflating
       PaddedBuffer copy(size);
       std::memcpy(copy.data(), data, size);
-      InflatingBuffer gz(std::move(copy), "fuzz.json.gz");
-      (void)trace::parse_kineto(gz, "fuzz.json.gz", options);
+      auto gz = ArrivingText::inflate(std::move(copy), "fuzz.json.gz");
+      (void)trace::parse_kineto(*gz, "fuzz.json.gz", options);
     } catch (const Error&) {
     }
   }

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
-#include "core/gzip_stream.hpp"
+#include "core/arriving_text.hpp"
 #include "trace/trace.hpp"
 
 namespace magpie::trace {
@@ -21,10 +21,10 @@ Trace parse_kineto(const PaddedBuffer& doc, const std::string& origin, const Ing
 // Same, but frees `doc` as soon as its events are parsed (lower peak memory).
 Trace parse_kineto(PaddedBuffer&& doc, const std::string& origin, const IngestOptions& options);
 
-// Same, parsing chunks of the event array while `gz` is still inflating the
-// rest (the inflate and the parse overlap). Falls back to the whole-text path
-// when the stream was not clean (several gzip members, damage).
-Trace parse_kineto(InflatingBuffer& gz, const std::string& origin, const IngestOptions& options);
+// Same, parsing chunks of the event array while the rest of the text is still
+// arriving (inflated or read: the two overlap). Falls back to the whole-text
+// path when the text did not arrive clean (several gzip members, damage).
+Trace parse_kineto(ArrivingText& text, const std::string& origin, const IngestOptions& options);
 
 // Exact conversion of a JSON number of microseconds ("1773709742341309.550",
 // "12", "1.5e3") to integer nanoseconds; doubles would lose the ns digits of

@@ -1,7 +1,8 @@
-// Parsing a gzip-compressed Kineto trace while it is being inflated: the event
-// array is cut into chunks as soon as a chunk's text is out, and workers parse
-// them while the inflate thread produces the rest. On a 2-core machine this
-// hides most of the inflate time behind parsing.
+// Parsing a Kineto trace while its text is still arriving (inflated from
+// .json.gz, or read from .json): the event array is cut into chunks as soon as
+// a chunk's text is in, and workers parse them while the producer thread brings
+// the rest. On a 2-core machine this hides most of the inflate (or read) time
+// behind parsing.
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -84,15 +85,15 @@ struct WorkerPool {
 
 }  // namespace
 
-Trace parse_kineto(InflatingBuffer& gz, const std::string& origin, const IngestOptions& options) {
-  auto whole_text = [&] { return parse_kineto(gz.finish().text, origin, options); };
-  const char* base = gz.data();  // stays put, also once finish() hands the buffer over
+Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const IngestOptions& options) {
+  auto whole_text = [&] { return parse_kineto(arriving.finish().text, origin, options); };
+  const char* base = arriving.data();  // stays put, also once finish() hands the buffer over
   // 1. The event array's '[' (a prefix answers as the whole text would).
   EventArrayLocation where;
   size_t avail = 0;
   for (;;) {
-    bool final = gz.stopped();  // read before the size, so that a final size is complete
-    avail = gz.wait_for(final ? SIZE_MAX : avail + kLookAhead);
+    bool final = arriving.stopped();  // read before the size, so that a final size is complete
+    avail = arriving.wait_for(final ? SIZE_MAX : avail + kLookAhead);
     if (locate_event_array({base, avail}, where)) break;
     if (final) return whole_text();  // no event array, or a damaged stream: its own error
   }
@@ -112,8 +113,8 @@ Trace parse_kineto(InflatingBuffer& gz, const std::string& origin, const IngestO
   for (unsigned t = 1; t < threads; ++t) pool.threads.emplace_back([&] { queue.work(options.include_python_functions); });
   size_t begin = where.open + 1;
   for (;;) {
-    bool final = gz.stopped();
-    avail = gz.wait_for(final ? SIZE_MAX : std::max(avail, begin + target) + kLookAhead);
+    bool final = arriving.stopped();
+    avail = arriving.wait_for(final ? SIZE_MAX : std::max(avail, begin + target) + kLookAhead);
     std::string_view text(base, avail);
     size_t cut = begin + target < avail ? next_fast_cut(text, begin + target) : std::string_view::npos;
     if (cut != std::string_view::npos) {
@@ -123,7 +124,7 @@ Trace parse_kineto(InflatingBuffer& gz, const std::string& origin, const IngestO
       break;
     }
   }
-  auto done = gz.finish();
+  auto done = arriving.finish();
   if (!done.streamed) {
     pool.join();  // the chunks came from text that turned out not to be the file's
     return parse_kineto(std::move(done.text), origin, options);

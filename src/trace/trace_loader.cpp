@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
-#include "core/gzip_stream.hpp"
+#include "core/arriving_text.hpp"
 #include "trace/rocprof_reader.hpp"
 
 namespace magpie::trace {
@@ -68,21 +68,29 @@ Trace load_text(PaddedBuffer text, const fs::path& path, const IngestOptions& op
 }  // namespace
 
 Trace load_trace(const fs::path& path, const IngestOptions& options) {
-  PaddedBuffer raw = read_file(path);
-  const size_t file_bytes = raw.size();
-  Trace trace;
-  if (is_gzip(raw.view())) {
-    // Kineto JSON is parsed while it inflates; anything else waits for the whole text.
-    InflatingBuffer gz(std::move(raw), path.string());
-    std::string_view head(gz.data(), std::min<size_t>(gz.wait_for(4096), 4096));
-    if (looks_like_json(head) && !looks_like_rocprof_json(head)) {
-      trace = parse_kineto(gz, path.string(), options);
+  // Kineto JSON is parsed while it arrives (read, or inflated when the file is
+  // gzip); anything else waits for the whole text.
+  std::unique_ptr<ArrivingText> text;
+  size_t file_bytes = 0;
+  {
+    auto file = ArrivingText::read(path);
+    std::string_view magic(file->data(), file->wait_for(2));
+    if (is_gzip(magic)) {
+      PaddedBuffer gz = file->finish().text;  // compressed files are small: read them whole
+      file_bytes = gz.size();
+      text = ArrivingText::inflate(std::move(gz), path.string());
     } else {
-      trace = load_text(gz.finish().text, path, options);
+      text = std::move(file);
     }
-  } else {
-    trace = load_text(std::move(raw), path, options);
   }
+  std::string_view head(text->data(), std::min<size_t>(text->wait_for(4096), 4096));
+  Trace trace;
+  if (looks_like_json(head) && !looks_like_rocprof_json(head)) {
+    trace = parse_kineto(*text, path.string(), options);
+  } else {
+    trace = load_text(text->finish().text, path, options);
+  }
+  if (file_bytes == 0) file_bytes = trace.stats.raw_bytes;
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
   if (trace.rank < 0) {

@@ -1,5 +1,6 @@
-// Parsing a .json.gz while it inflates (InflatingBuffer + parse_kineto(gz))
-// must give exactly what the whole-text path gives, and bad gzip must still be
+// Parsing a trace while its text arrives (ArrivingText: inflated from .json.gz
+// or read from .json, + parse_kineto(text)) must give exactly what the
+// whole-text path gives, and bad gzip must still be
 // reported as before. Real traces from ../shared/traces; gzip files the tests
 // need in other shapes (several members, cut short) are written with zlib.
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
-#include "core/gzip_stream.hpp"
+#include "core/arriving_text.hpp"
 #include "trace/kineto_reader.hpp"
 #include "trace/string_pool.hpp"
 #include "trace/trace_loader.hpp"
@@ -49,33 +50,33 @@ PaddedBuffer shared_trace(const char* name) {
 constexpr const char* kH200 = "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
 constexpr const char* kVllmGraph = "public/traces__inference__vllm_decode_full__graph_execution.json.gz";
 
-TEST(InflatingBuffer, StreamsTheSameBytesAsOneShotGunzip) {
+TEST(ArrivingText, StreamsTheSameBytesAsOneShotGunzip) {
   PaddedBuffer gz = shared_trace(kH200);
   PaddedBuffer whole = gunzip(gz.view(), "h200");
-  InflatingBuffer stream(std::move(gz), "h200");
-  size_t first = stream.wait_for(1000);
+  auto stream = ArrivingText::inflate(std::move(gz), "h200");
+  size_t first = stream->wait_for(1000);
   EXPECT_GE(first, 1000u);
-  EXPECT_EQ(std::memcmp(stream.data(), whole.data(), 1000), 0);
-  auto done = stream.finish();
+  EXPECT_EQ(std::memcmp(stream->data(), whole.data(), 1000), 0);
+  auto done = stream->finish();
   EXPECT_TRUE(done.streamed);
   ASSERT_EQ(done.text.size(), whole.size());
   EXPECT_EQ(done.text.view(), whole.view());
 }
 
-TEST(InflatingBuffer, SeveralMembersFallBackToTheWholeFilePath) {
+TEST(ArrivingText, SeveralMembersFallBackToTheWholeFilePath) {
   std::string two = gzip_of("{\"traceEvents\": [") + gzip_of("]}");
-  InflatingBuffer stream(buffer_of(two), "two.gz");
-  auto done = stream.finish();
+  auto stream = ArrivingText::inflate(buffer_of(two), "two.gz");
+  auto done = stream->finish();
   EXPECT_FALSE(done.streamed);
   EXPECT_EQ(done.text.view(), "{\"traceEvents\": []}");
 }
 
-TEST(InflatingBuffer, TruncatedStreamIsBadFormatNamingTheFile) {
+TEST(ArrivingText, TruncatedStreamIsBadFormatNamingTheFile) {
   std::string gz = gzip_of(std::string(200000, 'x') + "tail");
   gz.resize(gz.size() / 2);
-  InflatingBuffer stream(buffer_of(gz), "cut.json.gz");
+  auto stream = ArrivingText::inflate(buffer_of(gz), "cut.json.gz");
   try {
-    stream.finish();
+    stream->finish();
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
@@ -107,10 +108,18 @@ TEST_P(StreamingKineto, SameTraceAsTheWholeTextPath) {
   o.threads = threads;
   PaddedBuffer gz = shared_trace(name);
   trace::Trace whole = trace::parse_kineto(gunzip(gz.view(), name), name, o);
-  InflatingBuffer stream(std::move(gz), name);
-  trace::Trace streamed = trace::parse_kineto(stream, name, o);
+  PaddedBuffer text = gunzip(gz.view(), name);
+  auto stream = ArrivingText::inflate(std::move(gz), name);
+  trace::Trace streamed = trace::parse_kineto(*stream, name, o);
   EXPECT_GT(whole.events.size(), 500u);
   expect_same_trace(whole, streamed);
+  // The same text read from an uncompressed file, as it arrives.
+  fs::path file = fs::temp_directory_path() / ("magpie_stream_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" + std::to_string(chunk_bytes) + "_" + std::to_string(threads) + ".json");
+  { std::ofstream(file, std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size())); }
+  auto reading = ArrivingText::read(file);
+  trace::Trace read_streamed = trace::parse_kineto(*reading, name, o);
+  expect_same_trace(whole, read_streamed);
+  fs::remove(file);
 }
 
 // Small chunks make hundreds of cuts, many of them while the text is still arriving.
@@ -126,13 +135,28 @@ TEST(StreamingKineto, TruncatedArrayInAWholeGzipIsReportedAsTruncated) {
   json += R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1)";  // cut inside the last event
   trace::IngestOptions o;
   o.chunk_bytes = 4096;
-  InflatingBuffer stream(buffer_of(gzip_of(json)), "cut.json.gz");
+  auto stream = ArrivingText::inflate(buffer_of(gzip_of(json)), "cut.json.gz");
   try {
-    trace::parse_kineto(stream, "cut.json.gz", o);
+    trace::parse_kineto(*stream, "cut.json.gz", o);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ArrivingText, MissingFileIsNotFoundAndDirectoryIsUnreadable) {
+  try {
+    ArrivingText::read("/nonexistent/magpie/trace.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  }
+  try {
+    ArrivingText::read(fs::temp_directory_path());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnreadable);
   }
 }
 

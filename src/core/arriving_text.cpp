@@ -1,0 +1,129 @@
+#include "core/arriving_text.hpp"
+
+#include <fcntl.h>
+#include <isa-l/igzip_lib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/gzip.hpp"
+
+namespace magpie {
+
+namespace {
+// Output handed to readers per step: small enough that parsing starts early,
+// large enough that the wake-ups cost nothing.
+constexpr size_t kStepBytes = size_t{2} << 20;
+
+uint32_t trailer_size(const PaddedBuffer& gz) {
+  uint32_t isize = 0;
+  if (gz.size() >= 18) std::memcpy(&isize, gz.data() + gz.size() - 4, 4);
+  return isize;
+}
+}  // namespace
+
+std::unique_ptr<ArrivingText> ArrivingText::inflate(PaddedBuffer compressed, std::string origin) {
+  std::unique_ptr<ArrivingText> t(new ArrivingText);
+  t->out_ = PaddedBuffer(trailer_size(compressed));
+  t->compressed_ = std::move(compressed);
+  t->origin_ = std::move(origin);
+  t->start(&ArrivingText::inflate_all);
+  return t;
+}
+
+std::unique_ptr<ArrivingText> ArrivingText::read(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st{};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    (void)read_file(path);  // throws the one-shot path's error for this file
+    throw Error(ErrorKind::kUnreadable, "cannot open", path.string());
+  }
+  std::unique_ptr<ArrivingText> t(new ArrivingText);
+  t->out_ = PaddedBuffer(static_cast<size_t>(st.st_size));
+  t->fd_ = fd;
+  t->origin_ = path.string();
+  t->start(&ArrivingText::read_all);
+  return t;
+}
+
+void ArrivingText::start(void (ArrivingText::*producer)()) {
+  thread_ = std::thread([this, producer] {
+    (this->*producer)();
+    std::lock_guard lock(mutex_);
+    stopped_.store(true, std::memory_order_release);
+    progress_.notify_all();
+  });
+}
+
+ArrivingText::~ArrivingText() {
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ArrivingText::publish(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  produced_.store(bytes, std::memory_order_release);
+  progress_.notify_all();
+}
+
+void ArrivingText::inflate_all() {
+  inflate_state st;
+  isal_inflate_init(&st);
+  st.crc_flag = ISAL_GZIP;  // parse the gzip header and check CRC32 and ISIZE
+  st.next_in = reinterpret_cast<uint8_t*>(compressed_.data());
+  st.avail_in = static_cast<uint32_t>(std::min<size_t>(compressed_.size(), UINT32_MAX));
+  const size_t cap = out_.size();
+  size_t done = 0;
+  bool clean = compressed_.size() >= 18 && compressed_.size() <= UINT32_MAX;
+  while (clean && st.block_state != ISAL_BLOCK_FINISH) {
+    size_t step = std::min(kStepBytes, cap - done);
+    st.next_out = reinterpret_cast<uint8_t*>(out_.data() + done);
+    st.avail_out = static_cast<uint32_t>(step);
+    int rc = isal_inflate(&st);
+    size_t got = step - st.avail_out;
+    done += got;
+    if (got > 0) publish(done);
+    // An error, input used up before the end (truncated), or more output than
+    // the trailer promised: leave the diagnosis to the one-shot path.
+    if (rc != ISAL_DECOMP_OK || (got == 0 && st.block_state != ISAL_BLOCK_FINISH)) clean = false;
+  }
+  // Trailing bytes mean a second gzip member; a short output means the trailer lied.
+  clean_ = clean && st.avail_in == 0 && done == cap;
+}
+
+void ArrivingText::read_all() {
+  const size_t cap = out_.size();
+  size_t done = 0;
+  while (done < cap) {
+    ssize_t n = ::read(fd_, out_.data() + done, std::min(kStepBytes, cap - done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // an error, or the file shrank: the one-shot path says which
+    done += static_cast<size_t>(n);
+    publish(done);
+  }
+  char extra;
+  clean_ = done == cap && ::read(fd_, &extra, 1) == 0;  // and it did not grow
+}
+
+size_t ArrivingText::wait_for(size_t n) {
+  size_t have = produced_.load(std::memory_order_acquire);
+  if (have >= n || stopped()) return have;
+  std::unique_lock lock(mutex_);
+  progress_.wait(lock, [&] { return produced_.load(std::memory_order_acquire) >= n || stopped(); });
+  return produced_.load(std::memory_order_acquire);
+}
+
+ArrivingText::Result ArrivingText::finish() {
+  if (thread_.joinable()) thread_.join();
+  if (clean_) return {std::move(out_), true};
+  // out_ stays until destruction: readers may still hold views into it.
+  if (fd_ >= 0) return {read_file(origin_), false};
+  return {gunzip(compressed_.view(), origin_), false};
+}
+
+}  // namespace magpie
