@@ -94,6 +94,7 @@ void ArrivingText::inflate_all() {
   }
   // Trailing bytes mean a second gzip member; a short output means the trailer lied.
   clean_ = clean && st.avail_in == 0 && done == cap;
+  if (clean_) compressed_ = PaddedBuffer{};  // only the one-shot fallback would need it
 }
 
 void ArrivingText::read_all() {
