@@ -20,21 +20,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Count and thread blocks of the kernels a harness timed: those its
-// MAGPIE_LATENCY_JSON kernel_name lists (one name, or the Python harness's
-// comma list; a listed name may be a prefix of the full signature), never the
-// harness's own L2-flush and spin kernels. They size CUPTI's two overheads.
-std::pair<size_t, double> timed_kernel_shape(const std::vector<profiler::KernelRecord>& kernels,
-                                             const std::string& listed) {
-  std::vector<std::string> names;
-  for (size_t at = 0; at <= listed.size();) {
-    size_t comma = listed.find(',', at);
-    if (comma == std::string::npos) comma = listed.size();
-    std::string name = listed.substr(at, comma - at);
-    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
-    if (!name.empty()) names.push_back(std::move(name));
-    at = comma + 1;
+// The kernels a harness says it timed: the Python harness lists them in
+// crosscheck.kernels; a user harness names one in kernel_name (interface §8).
+// Names are not split on commas: template arguments contain them.
+std::vector<std::string> timed_kernel_names(const LatencyReport& lat) {
+  const auto& p = lat.payload;
+  if (p.is_object() && p.contains("crosscheck") && p["crosscheck"].is_object()) {
+    const auto& listed = p["crosscheck"].value("kernels", nlohmann::json::array());
+    if (listed.is_array() && !listed.empty()) {
+      std::vector<std::string> names;
+      for (const auto& n : listed)
+        if (n.is_string()) names.push_back(n.get<std::string>());
+      return names;
+    }
   }
+  if (lat.kernel_name.empty()) return {};
+  return {lat.kernel_name};
+}
+
+// Count and thread blocks of the kernels a harness timed (`names`, each a name
+// or a prefix of the full signature; all when empty), never the harness's own
+// L2-flush and spin kernels. They size CUPTI's two overheads.
+std::pair<size_t, double> timed_kernel_shape(const std::vector<profiler::KernelRecord>& kernels,
+                                             const std::vector<std::string>& names) {
   size_t count = 0;
   double blocks = 0;
   for (const auto& k : kernels) {
@@ -343,10 +351,10 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
     return false;
   }
   std::string output(read_file(round_stage.log).view());
-  std::string timed_names;  // what the harness says it timed, if it says
+  std::vector<std::string> timed_names;  // what the harness says it timed, if it says
   if (opt_.check_latency) {
     if (auto lat = parse_latency_output(output)) {
-      timed_names = lat->kernel_name;
+      timed_names = timed_kernel_names(*lat);
       if (!probe) e.latency_report = *lat;  // the report is the last measured round's
       if (lat->success) {
         m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);

@@ -2,16 +2,10 @@
 # Which CUPTI activity kind times kernels without changing them? Runs on a CUDA
 # machine from the repository root; output recorded in docs/gpu_validation/.
 set -u
-V=examples/kernels/validation
-CUDA=/usr/local/cuda; [ -d $CUDA ] || CUDA=$(ls -d /usr/local/cuda-1* | head -1)
-export PATH=$CUDA/bin:$PATH
-command -v ncu >/dev/null || export PATH=$PATH:$(dirname "$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)")
+source examples/kernels/validation/device_env.sh
 T=/tmp/cupti_modes; mkdir -p $T
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-INC=$(dirname "$(find -L $CUDA/ -name cupti.h | head -1)")
-LIB=$(dirname "$(find -L $CUDA/ -name 'libcupti.so' | head -1)")
-g++ -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -I"$INC" -I$CUDA/include src/profiler/cupti/magpie_cupti.cpp \
-  -L"$LIB" -lcupti -Wl,-rpath,"$LIB" -o $T/libmagpie_cupti.so || exit 1
+build_cupti_lib $T/libmagpie_cupti.so || exit 1
 A=-arch=sm_90
 nvcc -O3 $A -o $T/vector_add examples/kernels/vector_add/vector_add.cu &&
 nvcc -O3 $A -o $T/vector_add_gs $V/vector_add_gridstride.cu &&

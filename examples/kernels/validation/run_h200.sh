@@ -4,21 +4,11 @@
 # libraries it needs) in .kbin/. Writes logs and a tarball of reports to $OUT.
 # QUICK=1 skips the matmul analyze, the wrong-kernel compare and the overhead runs.
 set -u
-ROOT=$(pwd)
 OUTDIR=${OUT:-/tmp/magpie_validation_out}
 RES=/tmp/magpie_results
 mkdir -p "$OUTDIR" "$RES"
 exec > >(tee -a "$OUTDIR/validation.log") 2>&1
-step() { echo; echo "===== $* ($(date +%T))"; }
-V=$ROOT/examples/kernels/validation
-
-# Carried libraries: keep only the ones this machine lacks (torch must keep its own).
-for f in .kbin/lib/*; do ldconfig -p | grep -q " $(basename "$f") " && rm -f "$f"; done
-export LD_LIBRARY_PATH=$ROOT/.kbin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-CUDA=/usr/local/cuda; [ -d $CUDA ] || CUDA=$(ls -d /usr/local/cuda-1* | head -1)
-export PATH=$CUDA/bin:$PATH
-command -v ncu >/dev/null || export PATH=$PATH:$(dirname "$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)")
-M=$ROOT/.kbin/magpie
+source examples/kernels/validation/device_env.sh
 
 step environment
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.max.sm --format=csv
@@ -27,13 +17,9 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
 $M --version || { echo "magpie binary does not run here"; ldd $M; exit 1; }
 
 step build libmagpie_cupti.so
-INC=$(dirname "$(find -L $CUDA/ -name cupti.h | head -1)")
-LIB=$(dirname "$(find -L $CUDA/ -name 'libcupti.so' | head -1)")
-g++ -std=c++17 -O2 -shared -fPIC -fvisibility=hidden -I"$INC" -I$CUDA/include src/profiler/cupti/magpie_cupti.cpp \
-  -L"$LIB" -lcupti -Wl,-rpath,"$LIB" -o /tmp/libmagpie_cupti.so && nm -D /tmp/libmagpie_cupti.so | grep -E 'Initialize|magpie_'
+build_cupti_lib /tmp/libmagpie_cupti.so && nm -D /tmp/libmagpie_cupti.so | grep -E 'Initialize|magpie_'
 export MAGPIE_CUPTI_LIB=/tmp/libmagpie_cupti.so MAGPIE_PYTHON_DIR=$ROOT/python
 
-run() { step "magpie $*"; timeout 300 $M -v "$@" -o $RES; echo "exit=$?"; }
 run analyze -k examples/kernels/vector_add/kernel.yaml --ncu
 run compare -k examples/kernels/vector_add/compare_self.yaml
 [ -n "${QUICK:-}" ] || run analyze -k examples/kernels/matmul/kernel.yaml --ncu
