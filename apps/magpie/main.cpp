@@ -7,6 +7,7 @@
 
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
+#include "command_context.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   magpie::app::ResultsCommand results;
   results.register_with(app);
 
+  magpie::app::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
