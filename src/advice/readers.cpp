@@ -140,6 +140,7 @@ GapInput read_gap_report(const json& block) {
   double gpu_events = 0, graph_kernels = 0;
   if (block.contains("ranks") && block.at("ranks").is_array()) {
     for (const auto& rank : block.at("ranks")) {
+      if (!rank.is_object()) continue;
       const json t = rank.value("timeline", json::object());
       TimelineObservation o;
       o.subject = fmt::format("rank {}", text_at(rank, "rank"));
@@ -159,6 +160,7 @@ GapInput read_gap_report(const json& block) {
   in.launches.min_launches = kMinTraceLaunches;
   if (block.contains("top_kernels") && block.at("top_kernels").is_array()) {
     for (const auto& k : block.at("top_kernels")) {
+      if (!k.is_object()) continue;
       const double calls = number_at(k, "calls").value_or(0);
       const double total = number_at(k, "self_cuda_total_us").value_or(0);
       const double avg = number_at(k, "avg_time_us").value_or(calls > 0 ? total / calls : 0);

@@ -161,7 +161,11 @@ class Walker {
       return;
     }
     auto scan = scan_c_source(text.view());
-    if (kind == FileKind::kHipSource || (kind == FileKind::kCFamily && scan.hip_markers)) {
+    // HIP markers make a C++ file HIP even beside CUDA ones (portable code), and
+    // a .cu HIP when it has no CUDA markers at all (a hipified source).
+    const bool hip = kind == FileKind::kHipSource ||
+                     (scan.hip_markers && (kind == FileKind::kCFamily || !scan.cuda_markers));
+    if (hip) {
       project_hip_ = true;
       add(KernelLanguage::kHip, file, scan.kernels);
     } else if (kind == FileKind::kCudaSource || scan.cuda_markers) {
@@ -212,7 +216,7 @@ class Walker {
         kernels += u.kernels.size();
         add(lang, u.file, u.kernels);
       }
-      if (wanted(filter_, lang) || !filter_) {
+      if (wanted(filter_, lang)) {
         result_.warnings.push_back(fmt::format(
             "{} kernel(s) in {} file(s) that include neither HIP nor CUDA headers (first: {}) were "
             "taken as {}: {}",

@@ -273,7 +273,8 @@ TEST(AdviceAnalyze, WholeReportsAreRefusedWithDirections) {
     }
   }
   for (const json& bad :
-       {json::parse(R"({"hello": 1})"), json(42), json::parse(R"([{"no_op_name": 1}])")}) {
+       {json::parse(R"({"hello": 1})"), json(42), json::parse(R"([{"no_op_name": 1}])"),
+        json::parse(R"({"rows": {"op_name": "x"}})")}) {
     try {
       suggest_optimizations(bad);
       ADD_FAILURE() << "no error for " << bad.dump();
@@ -430,6 +431,13 @@ TEST(AdviceGap, RecordedTwoRankSendRecvTrace) {
       << comm->evidence;
   EXPECT_NE(first_of(a, BottleneckKind::kIdleGpu), nullptr);
   EXPECT_TRUE(has_title(a, "Overlap or shrink this collective"));  // ncclKernel_SendRecv at 60.8%
+}
+
+TEST(AdviceGap, MalformedEntriesAreSkippedNotFatal) {
+  auto a = suggest_optimizations(
+      json::parse(R"({"ranks": [1, null], "top_kernels": ["x"], "total_duration_us": 5})"));
+  ASSERT_EQ(a.bottlenecks.size(), 1u);
+  EXPECT_EQ(a.bottlenecks[0].kind, BottleneckKind::kNoData);
 }
 
 TEST(AdviceGap, BenchmarkReportIsReadThroughItsGapBlock) {

@@ -77,8 +77,10 @@ const std::set<std::string> kProjectKernels{
     "cuda:cuda/tricky.cu:real_after_macro",
     "cuda:cuda/tricky.cu:real_else_branch",
     "cuda:cuda/tricky.cu:real_trailing_macro",
+    "cuda:cuda/portable.cu:real_portable",
     "cuda:examples/demo.cu:example_kernel",
     "cuda:mixed/plain_kernel.h:real_undecided",
+    "hip:hip/hipified.cu:real_hipified",
     "hip:hip/reduce.cpp:real_hip_reduce",
     "hip:hip/saxpy.hip:real_hip_saxpy",
     "pytorch:torch/models.py:RealFull",
@@ -102,9 +104,9 @@ TEST(KernelDiscovery, FindsEveryKernelOfTheFixtureProjectAndNothingElse) {
                           [](auto& k) { return k.name == "real_templated"; }),
             2);
   EXPECT_EQ(r.kernels.size(), kProjectKernels.size() + 1);
-  // tricky.cu common.cuh saxpy.hip reduce.cpp plain_kernel.h host_only.cpp, 2 .py,
-  // examples/demo.cu; tests/, test_*.py and *_test.* are skipped.
-  EXPECT_EQ(r.files_scanned, 9u);
+  // tricky.cu portable.cu common.cuh saxpy.hip hipified.cu reduce.cpp plain_kernel.h host_only.cpp,
+  // 2 .py, examples/demo.cu; tests/, test_*.py and *_test.* are skipped.
+  EXPECT_EQ(r.files_scanned, 11u);
   for (const auto& k : r.kernels) EXPECT_TRUE(k.file.is_absolute()) << k.file;
 }
 
@@ -137,7 +139,7 @@ TEST(KernelDiscovery, FiltersByKernelType) {
     ASSERT_FALSE(r.kernels.empty()) << type;
     for (const auto& k : r.kernels) EXPECT_EQ(k.type, lang) << type << " " << k.name;
   }
-  EXPECT_EQ(discover(root, "hip").kernels.size(), 2u);
+  EXPECT_EQ(discover(root, "hip").kernels.size(), 3u);
   EXPECT_EQ(discover(root, "triton").kernels.size(), 5u);
   // Python-only filters do not read C sources.
   EXPECT_EQ(discover(root, "triton").files_scanned, 2u);
