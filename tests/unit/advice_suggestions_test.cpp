@@ -450,7 +450,7 @@ TEST(AdviceGap, BenchmarkReportIsReadThroughItsGapBlock) {
 TEST(AdviceGap, SharedTraceThroughTheLibrary) {
   const fs::path dir = fs::path(MAGPIE_SHARED_TRACES) / "h200";
   if (!fs::exists(dir))
-    GTEST_SKIP() << dir << " is absent (the shared traces live beside the repository)";
+    GTEST_SKIP() << dir << " is absent: no shared trace collection on this machine";
   analysis::GapAnalysisRunOptions opts;
   auto result = analysis::run_gap_analysis(dir, opts);
   auto a = suggest_optimizations(analysis::gap_analysis_json(result, {}));
