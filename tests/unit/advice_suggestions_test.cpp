@@ -549,6 +549,21 @@ TEST(AdviceTraceLens, SmallRowsAreLeftOutAndNoModelIsNoData) {
   EXPECT_TRUE(contains(a.bottlenecks[0].evidence, "record_shapes=True"));
 }
 
+TEST(AdviceTraceLens, AtMostTenRooflineRowsTheMostSevere) {
+  json rows = json::array();
+  for (int i = 0; i < 12; ++i) {  // severities 0.012 .. 0.045: all above the floor
+    rows.push_back({{"op_name", "op" + std::to_string(i)},
+                    {"time_pct", 2.4 + 0.6 * i},
+                    {"roofline_bound", "memory"},
+                    {"pct_roofline_mean", 50},
+                    {"achieved_tbps_mean", 2.4}});
+  }
+  auto a = suggest_optimizations(rows);
+  ASSERT_EQ(a.bottlenecks.size(), 10u);
+  EXPECT_EQ(a.bottlenecks.front().subject, "op11");
+  EXPECT_EQ(a.bottlenecks.back().subject, "op2");  // op0 and op1 left out
+}
+
 TEST(AdviceTraceLens, CsvErrors) {
   EXPECT_THROW(suggest_from_roofline_csv(kData / "no_such.csv"), Error);
   try {
