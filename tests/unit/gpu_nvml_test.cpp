@@ -88,6 +88,25 @@ TEST(GpuNvml, MissingCudaDriverLeavesSmCountUnknown) {
   EXPECT_TRUE(has_note(status, "CUDA driver not found (libcuda-absent.so.1): SM counts unknown"));
 }
 
+TEST(GpuNvml, SmCountsAreMatchedByPciBusIdNotOrdinal) {
+  auto status = query_nvml({MAGPIE_FAKE_NVML_PATH, MAGPIE_FAKE_CUDA_PATH});
+  ASSERT_EQ(status.devices.size(), 2u);
+  EXPECT_EQ(status.devices[0].sm_count, 132);  // 19:00.0 is CUDA ordinal 1
+  EXPECT_EQ(status.devices[1].sm_count, 114);  // 3B:00.0 is CUDA ordinal 0
+  EXPECT_FALSE(has_note(status, "sm_count"));
+}
+
+TEST(GpuNvml, GpuHiddenFromCudaKeepsItsNvmlFields) {
+  ::setenv("MAGPIE_FAKE_CUDA_ONLY_ONE", "1", 1);
+  auto status = query_nvml({MAGPIE_FAKE_NVML_PATH, MAGPIE_FAKE_CUDA_PATH});
+  ::unsetenv("MAGPIE_FAKE_CUDA_ONLY_ONE");
+  ASSERT_EQ(status.devices.size(), 2u);
+  EXPECT_EQ(status.devices[0].sm_count, 0);
+  EXPECT_EQ(status.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(status.devices[1].sm_count, 114);
+  EXPECT_TRUE(has_note(status, "GPU 0: sm_count: not visible to the CUDA driver"));
+}
+
 TEST(GpuNvml, CudaVersionAndBusIdHelpers) {
   EXPECT_EQ(cuda_version_string(13000), "13.0");
   EXPECT_EQ(cuda_version_string(12040), "12.4");
