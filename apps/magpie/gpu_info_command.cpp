@@ -32,7 +32,8 @@ std::string find_tool(const std::string& name, const std::vector<fs::path>& fall
 // The line of `tool --version` that carries the version ("Cuda compilation
 // tools, release 13.0, V13.0.88", "HIP version: 6.2.41133"), else its first line.
 std::string tool_version(const std::string& path) {
-  fs::path log = fs::temp_directory_path() / ("magpie-gpu-info-" + std::to_string(::getpid()) + ".log");
+  fs::path log =
+      fs::temp_directory_path() / ("magpie-gpu-info-" + std::to_string(::getpid()) + ".log");
   kernel::ProcessSpec spec;
   spec.argv = {path, "--version"};
   spec.timeout = std::chrono::seconds(20);
@@ -45,7 +46,8 @@ std::string tool_version(const std::string& path) {
   std::string line, first;
   while (std::getline(lines, line)) {
     if (first.empty() && !line.empty()) first = line;
-    if (line.find("release") != std::string::npos || line.find("HIP version") != std::string::npos) {
+    if (line.find("release") != std::string::npos ||
+        line.find("HIP version") != std::string::npos) {
       return line;
     }
   }
@@ -88,7 +90,8 @@ std::vector<gpu::ToolStatus> probe_profilers(const std::string& vendor) {
   std::vector<gpu::ToolStatus> found;
   if (vendor != "AMD") {
     for (const char* name : {"ncu", "nsys"}) {
-      if (auto path = find_tool(name, cuda_dirs()); !path.empty()) found.push_back({name, path, ""});
+      if (auto path = find_tool(name, cuda_dirs()); !path.empty())
+        found.push_back({name, path, ""});
     }
     if (auto lib = kernel::default_cupti_lib(); !lib.empty()) {
       found.push_back({"libmagpie_cupti", lib.string(), ""});
@@ -96,7 +99,8 @@ std::vector<gpu::ToolStatus> probe_profilers(const std::string& vendor) {
   }
   if (vendor != "NVIDIA") {
     for (const char* name : {"rocprofv3", "rocprof-compute"}) {
-      if (auto path = find_tool(name, rocm_dirs()); !path.empty()) found.push_back({name, path, ""});
+      if (auto path = find_tool(name, rocm_dirs()); !path.empty())
+        found.push_back({name, path, ""});
     }
   }
   return found;
@@ -132,8 +136,8 @@ gpu::GpuInfoReport gather() {
 }  // namespace
 
 void GpuInfoCommand::register_with(CLI::App& app) {
-  auto* gpu_info = app.add_flag("--gpu-info", gpu_info_,
-                                "Print the GPU, compiler and profilers Magpie would use, then exit");
+  auto* gpu_info = app.add_flag(
+      "--gpu-info", gpu_info_, "Print the GPU, compiler and profilers Magpie would use, then exit");
   app.add_flag("--json", json_, "With --gpu-info: print one JSON object instead of text")
       ->needs(gpu_info);
 }

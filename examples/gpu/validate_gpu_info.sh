@@ -6,10 +6,13 @@
 # mismatch, 2 when it cannot run (no nvidia-smi, no python3, magpie failed).
 #
 # Usage: examples/gpu/validate_gpu_info.sh path/to/magpie
-#   from a fresh checkout: cmake --preset release
-#                          cmake --build --preset release --target magpie
-#                          examples/gpu/validate_gpu_info.sh build/apps/magpie/magpie
-# A binary bundled by examples/gpu/bundle_magpie.sh (lib/ beside it) also works.
+#   built on the GPU machine:  cmake --preset release
+#                              cmake --build --preset release --target magpie
+#                              examples/gpu/validate_gpu_info.sh build/apps/magpie/magpie
+#   built elsewhere and carried with its libraries
+#   (examples/kernels/validation/prepare_kbin.sh → .kbin/magpie, .kbin/lib/):
+#                              examples/gpu/validate_gpu_info.sh .kbin/magpie
+# Needs bash, python3 and nvidia-smi; reads nothing else from the checkout.
 set -euo pipefail
 
 magpie=${1:?usage: $0 path/to/magpie}
@@ -26,7 +29,9 @@ trap 'rm -rf "$work"' EXIT
 fields=name,uuid,pci.bus_id,compute_cap,memory.total,memory.free,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu,driver_version,mig.mode.current,ecc.mode.current,pcie.link.gen.current,pcie.link.width.current
 extra_fields=pcie.link.gen.max,pcie.link.width.max,power.draw
 
-# magpie first, nvidia-smi right after, so that moving values are read close together.
+# nvidia-smi just before and just after magpie: a value that moves (a clock, the
+# temperature) passes when magpie's reading lies between the two, give or take the tolerance.
+nvidia-smi --query-gpu=$fields --format=csv,noheader,nounits >"$work/smi_before.csv"
 "$magpie" --gpu-info --json >"$work/magpie.json" || { echo "magpie --gpu-info --json failed" >&2; exit 2; }
 nvidia-smi --query-gpu=$fields --format=csv,noheader,nounits >"$work/smi.csv"
 nvidia-smi --query-gpu=$extra_fields --format=csv,noheader,nounits >"$work/smi_extra.csv" 2>/dev/null || : >"$work/smi_extra.csv"
@@ -42,8 +47,10 @@ from pathlib import Path
 
 work, fields, extra_fields = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3].split(",")
 magpie = json.loads((work / "magpie.json").read_text())
-rows = [r for r in csv.reader((work / "smi.csv").read_text().splitlines(), skipinitialspace=True) if r]
-extra = [r for r in csv.reader((work / "smi_extra.csv").read_text().splitlines(), skipinitialspace=True) if r]
+def read_csv(name):
+    return [r for r in csv.reader((work / name).read_text().splitlines(), skipinitialspace=True) if r]
+
+rows, before, extra = read_csv("smi.csv"), read_csv("smi_before.csv"), read_csv("smi_extra.csv")
 smi_cuda = (work / "smi_cuda.txt").read_text().strip()
 MIB = 1024 * 1024
 
@@ -79,13 +86,15 @@ def checks(d):
         ("power.draw", d["power_draw_w"], float, ("rel_abs", 0.25, 25.0)),
     ]
 
-def agree(ours, theirs, rule):
+def agree(ours, readings, rule):
+    """Exact: equal to one of the readings (nvidia-smi before and after magpie; a
+    PCIe link can retrain between them). Otherwise within the tolerance of the
+    interval the readings span."""
     if rule[0] == "exact":
-        return ours == theirs
-    diff = abs(float(ours) - float(theirs))
-    if rule[0] == "abs":
-        return diff <= rule[1]
-    return diff <= max(rule[2], rule[1] * abs(float(theirs)))
+        return ours in readings
+    lo, hi = min(map(float, readings)), max(map(float, readings))
+    tol = rule[1] if rule[0] == "abs" else max(rule[2], rule[1] * hi)
+    return lo - tol <= float(ours) <= hi + tol
 
 def rule_text(rule):
     if rule[0] == "abs":
@@ -101,6 +110,7 @@ if len(devices) != len(rows):
     failures += 1
 for i, d in enumerate(devices[: len(rows)]):
     smi = dict(zip(fields, rows[i]))
+    smi_before = dict(zip(fields, before[i])) if i < len(before) else {}
     if i < len(extra):
         smi.update(dict(zip(extra_fields, extra[i])))
     for field, ours, parse, rule in checks(d):
@@ -112,9 +122,15 @@ for i, d in enumerate(devices[: len(rows)]):
             ok = ours is None
             table.append((i, field, ours, raw, rule_text(rule), "ok (both n/a)" if ok else "MISMATCH"))
         else:
-            theirs = parse(raw)
-            ok = ours is not None and agree(ours, theirs, rule)
-            table.append((i, field, ours, raw, rule_text(rule), "ok" if ok else "MISMATCH"))
+            readings = [parse(raw)]
+            shown = raw
+            earlier = smi_before.get(field)
+            if earlier is not None and not unavailable(earlier):
+                readings.append(parse(earlier))
+                if earlier != raw:
+                    shown = f"{earlier} -> {raw}"
+            ok = ours is not None and agree(ours, readings, rule)
+            table.append((i, field, ours, shown, rule_text(rule), "ok" if ok else "MISMATCH"))
         failures += 0 if ok else 1
     # No nvidia-smi field: the CUDA driver's SM count must at least be known.
     ok = isinstance(d["sm_count"], int) and d["sm_count"] > 0
@@ -137,9 +153,9 @@ for n, r in enumerate(cells):
         print("  ".join("-" * w for w in widths))
 print()
 if not devices:
-    print("magpie found no GPU: " + "; ".join(magpie["notes"]))
-if magpie["notes"]:
-    print("magpie notes: " + "; ".join(magpie["notes"]))
+    print("magpie found no GPU (its notes below say why)")
+for note in magpie["notes"]:
+    print("magpie note: " + note)
 checked = sum(1 for r in table if r[-1] != "skip")
 print(f"{checked - failures} passed, {failures} failed")
 sys.exit(1 if failures or not devices else 0)

@@ -33,7 +33,8 @@ std::string mode_text(const std::optional<bool>& mode) {
 }
 
 std::string pcie_text(const PcieLink& link) {
-  if (link.gen == 0 && link.width == 0 && link.max_gen == 0 && link.max_width == 0) return "(unknown)";
+  if (link.gen == 0 && link.width == 0 && link.max_gen == 0 && link.max_width == 0)
+    return "(unknown)";
   return fmt::format("gen {} x{} (max gen {} x{})", number_or_unknown(link.gen, ""),
                      number_or_unknown(link.width, ""), number_or_unknown(link.max_gen, ""),
                      number_or_unknown(link.max_width, ""));
@@ -43,8 +44,9 @@ void append_device(std::string& out, const DeviceStatus& d) {
   out += fmt::format("  GPU {}: {}\n", d.index, or_unknown(d.name));
   out += fmt::format("    UUID: {}\n", or_unknown(d.uuid));
   out += fmt::format("    PCI bus id: {}\n", or_unknown(d.pci_bus_id));
-  std::string cc = d.cc_major > 0 ? fmt::format("{}.{} ({})", d.cc_major, d.cc_minor, architecture_of(d))
-                                  : "(unknown)";
+  std::string cc = d.cc_major > 0
+                       ? fmt::format("{}.{} ({})", d.cc_major, d.cc_minor, architecture_of(d))
+                       : "(unknown)";
   out += fmt::format("    Compute capability: {}\n", cc);
   out += fmt::format("    SMs: {}\n", d.sm_count > 0 ? std::to_string(d.sm_count) : "(unknown)");
   if (d.memory_total > 0) {
@@ -53,9 +55,11 @@ void append_device(std::string& out, const DeviceStatus& d) {
   } else {
     out += "    Memory: (unknown)\n";
   }
-  out += fmt::format("    SM clock: {} current, {} max\n", number_or_unknown(d.sm_clock_mhz, " MHz"),
-                     number_or_unknown(d.max_sm_clock_mhz, " MHz"));
-  out += fmt::format("    Memory clock: {} current, {} max\n", number_or_unknown(d.mem_clock_mhz, " MHz"),
+  out +=
+      fmt::format("    SM clock: {} current, {} max\n", number_or_unknown(d.sm_clock_mhz, " MHz"),
+                  number_or_unknown(d.max_sm_clock_mhz, " MHz"));
+  out += fmt::format("    Memory clock: {} current, {} max\n",
+                     number_or_unknown(d.mem_clock_mhz, " MHz"),
                      number_or_unknown(d.max_mem_clock_mhz, " MHz"));
   std::string limit = d.power_limit_w > 0 ? fmt::format("{:.1f} W", d.power_limit_w) : "?";
   std::string draw = d.power_draw_w > 0 ? fmt::format("{:.1f} W", d.power_draw_w) : "?";
@@ -77,9 +81,10 @@ nlohmann::json optional_json(const std::optional<bool>& v) {
 }
 
 nlohmann::json tool_json(const ToolStatus& tool) {
-  return {{"name", tool.name},
-          {"path", tool.path},
-          {"version", tool.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(tool.version)}};
+  return {
+      {"name", tool.name},
+      {"path", tool.path},
+      {"version", tool.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(tool.version)}};
 }
 
 nlohmann::json device_json(const DeviceStatus& d) {
@@ -89,8 +94,9 @@ nlohmann::json device_json(const DeviceStatus& d) {
       {"name", value_or_null(d.name)},
       {"uuid", value_or_null(d.uuid)},
       {"pci_bus_id", value_or_null(d.pci_bus_id)},
-      {"compute_capability",
-       d.cc_major > 0 ? nlohmann::json(fmt::format("{}.{}", d.cc_major, d.cc_minor)) : nlohmann::json(nullptr)},
+      {"compute_capability", d.cc_major > 0
+                                 ? nlohmann::json(fmt::format("{}.{}", d.cc_major, d.cc_minor))
+                                 : nlohmann::json(nullptr)},
       {"architecture", value_or_null(architecture_of(d))},
       {"sm_count", value_or_null(d.sm_count)},
       {"memory_total_bytes", value_or_null(d.memory_total)},
@@ -124,9 +130,11 @@ std::string render_gpu_info_text(const GpuInfoReport& report) {
     out += fmt::format("  Vendor: {}\n", s.vendor);
     out += fmt::format("  Architecture: {}\n", or_unknown(report.architecture));
   }
-  out += fmt::format("  Compiler: {}\n", report.compiler ? tool_text(*report.compiler) : "(none found)");
+  out += fmt::format("  Compiler: {}\n",
+                     report.compiler ? tool_text(*report.compiler) : "(none found)");
   std::string profilers;
-  for (const auto& p : report.profilers) profilers += (profilers.empty() ? "" : ", ") + tool_text(p);
+  for (const auto& p : report.profilers)
+    profilers += (profilers.empty() ? "" : ", ") + tool_text(p);
   out += fmt::format("  Profiler: {}\n", profilers.empty() ? "(none found)" : profilers);
   if (!s.driver_version.empty()) out += fmt::format("  Driver: {}\n", s.driver_version);
   if (!s.cuda_version.empty()) out += fmt::format("  CUDA (driver): {}\n", s.cuda_version);

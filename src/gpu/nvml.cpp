@@ -1,10 +1,10 @@
 #include "gpu/nvml.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <cstdio>
-#include <fmt/format.h>
 
 #include "gpu/detail/nvml_api.hpp"
 
@@ -60,16 +60,33 @@ class SharedObject {
 // Every NVML entry point query_nvml uses; nullptr where this driver's NVML lacks it.
 struct NvmlApi {
 #define MAGPIE_NVML_ENTRY(name) decltype(&::name) name = nullptr;
-#define MAGPIE_NVML_ENTRIES(X)                                                                   \
-  X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)                \
-  X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) \
-  X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3)                           \
-  X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo)                               \
-  X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetClockInfo) X(nvmlDeviceGetMaxClockInfo)           \
-  X(nvmlDeviceGetPowerManagementLimit) X(nvmlDeviceGetEnforcedPowerLimit)                        \
-  X(nvmlDeviceGetPowerUsage) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetEccMode)                     \
-  X(nvmlDeviceGetCurrPcieLinkGeneration) X(nvmlDeviceGetCurrPcieLinkWidth)                       \
-  X(nvmlDeviceGetMaxPcieLinkGeneration) X(nvmlDeviceGetMaxPcieLinkWidth)
+// clang-format off
+#define MAGPIE_NVML_ENTRIES(X) \
+  X(nvmlInit_v2) \
+  X(nvmlShutdown) \
+  X(nvmlErrorString) \
+  X(nvmlSystemGetDriverVersion) \
+  X(nvmlSystemGetCudaDriverVersion_v2) \
+  X(nvmlDeviceGetCount_v2) \
+  X(nvmlDeviceGetHandleByIndex_v2) \
+  X(nvmlDeviceGetName) \
+  X(nvmlDeviceGetUUID) \
+  X(nvmlDeviceGetPciInfo_v3) \
+  X(nvmlDeviceGetCudaComputeCapability) \
+  X(nvmlDeviceGetMemoryInfo) \
+  X(nvmlDeviceGetMemoryInfo_v2) \
+  X(nvmlDeviceGetClockInfo) \
+  X(nvmlDeviceGetMaxClockInfo) \
+  X(nvmlDeviceGetPowerManagementLimit) \
+  X(nvmlDeviceGetEnforcedPowerLimit) \
+  X(nvmlDeviceGetPowerUsage) \
+  X(nvmlDeviceGetMigMode) \
+  X(nvmlDeviceGetEccMode) \
+  X(nvmlDeviceGetCurrPcieLinkGeneration) \
+  X(nvmlDeviceGetCurrPcieLinkWidth) \
+  X(nvmlDeviceGetMaxPcieLinkGeneration) \
+  X(nvmlDeviceGetMaxPcieLinkWidth)
+  // clang-format on
   MAGPIE_NVML_ENTRIES(MAGPIE_NVML_ENTRY)
 #undef MAGPIE_NVML_ENTRY
   detail::NvmlGetTemperatureV nvmlDeviceGetTemperatureV = nullptr;
@@ -117,11 +134,13 @@ class DeviceReader {
 
   void read_all() {
     std::array<char, 256> text{};
-    if (call("name", "nvmlDeviceGetName", api_.nvmlDeviceGetName, text.data(), static_cast<unsigned>(text.size()))) {
+    if (call("name", "nvmlDeviceGetName", api_.nvmlDeviceGetName, text.data(),
+             static_cast<unsigned>(text.size()))) {
       out_.name = text.data();
     }
     text.fill(0);
-    if (call("uuid", "nvmlDeviceGetUUID", api_.nvmlDeviceGetUUID, text.data(), static_cast<unsigned>(text.size()))) {
+    if (call("uuid", "nvmlDeviceGetUUID", api_.nvmlDeviceGetUUID, text.data(),
+             static_cast<unsigned>(text.size()))) {
       out_.uuid = text.data();
     }
     nvmlPciInfo_t pci{};
@@ -165,10 +184,12 @@ class DeviceReader {
 
   void read_clocks() {
     unsigned mhz = 0;
-    if (call("sm_clock_mhz", "nvmlDeviceGetClockInfo", api_.nvmlDeviceGetClockInfo, NVML_CLOCK_SM, &mhz)) {
+    if (call("sm_clock_mhz", "nvmlDeviceGetClockInfo", api_.nvmlDeviceGetClockInfo, NVML_CLOCK_SM,
+             &mhz)) {
       out_.sm_clock_mhz = mhz;
     }
-    if (call("mem_clock_mhz", "nvmlDeviceGetClockInfo", api_.nvmlDeviceGetClockInfo, NVML_CLOCK_MEM, &mhz)) {
+    if (call("mem_clock_mhz", "nvmlDeviceGetClockInfo", api_.nvmlDeviceGetClockInfo, NVML_CLOCK_MEM,
+             &mhz)) {
       out_.mem_clock_mhz = mhz;
     }
     if (call("max_sm_clock_mhz", "nvmlDeviceGetMaxClockInfo", api_.nvmlDeviceGetMaxClockInfo,
@@ -192,7 +213,8 @@ class DeviceReader {
                     api_.nvmlDeviceGetEnforcedPowerLimit, &milliwatts)) {
       out_.power_limit_w = milliwatts / 1000.0;
     }
-    if (call("power_draw_w", "nvmlDeviceGetPowerUsage", api_.nvmlDeviceGetPowerUsage, &milliwatts)) {
+    if (call("power_draw_w", "nvmlDeviceGetPowerUsage", api_.nvmlDeviceGetPowerUsage,
+             &milliwatts)) {
       out_.power_draw_w = milliwatts / 1000.0;
     }
   }
@@ -214,11 +236,13 @@ class DeviceReader {
 
   void read_modes() {
     unsigned current = 0, pending = 0;
-    if (call("mig_enabled", "nvmlDeviceGetMigMode", api_.nvmlDeviceGetMigMode, &current, &pending)) {
+    if (call("mig_enabled", "nvmlDeviceGetMigMode", api_.nvmlDeviceGetMigMode, &current,
+             &pending)) {
       out_.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     }
     nvmlEnableState_t ecc = NVML_FEATURE_DISABLED, ecc_pending = NVML_FEATURE_DISABLED;
-    if (call("ecc_enabled", "nvmlDeviceGetEccMode", api_.nvmlDeviceGetEccMode, &ecc, &ecc_pending)) {
+    if (call("ecc_enabled", "nvmlDeviceGetEccMode", api_.nvmlDeviceGetEccMode, &ecc,
+             &ecc_pending)) {
       out_.ecc_enabled = ecc == NVML_FEATURE_ENABLED;
     }
   }
@@ -229,14 +253,16 @@ class DeviceReader {
              api_.nvmlDeviceGetCurrPcieLinkGeneration, &v)) {
       out_.pcie.gen = static_cast<int>(v);
     }
-    if (call("pcie.width", "nvmlDeviceGetCurrPcieLinkWidth", api_.nvmlDeviceGetCurrPcieLinkWidth, &v)) {
+    if (call("pcie.width", "nvmlDeviceGetCurrPcieLinkWidth", api_.nvmlDeviceGetCurrPcieLinkWidth,
+             &v)) {
       out_.pcie.width = static_cast<int>(v);
     }
     if (call("pcie.max_gen", "nvmlDeviceGetMaxPcieLinkGeneration",
              api_.nvmlDeviceGetMaxPcieLinkGeneration, &v)) {
       out_.pcie.max_gen = static_cast<int>(v);
     }
-    if (call("pcie.max_width", "nvmlDeviceGetMaxPcieLinkWidth", api_.nvmlDeviceGetMaxPcieLinkWidth, &v)) {
+    if (call("pcie.max_width", "nvmlDeviceGetMaxPcieLinkWidth", api_.nvmlDeviceGetMaxPcieLinkWidth,
+             &v)) {
       out_.pcie.max_width = static_cast<int>(v);
     }
   }
@@ -271,11 +297,13 @@ void fill_sm_counts(const std::string& library, SystemStatus& status) {
   auto get_attribute = cuda.symbol<CuDeviceGetAttribute>("cuDeviceGetAttribute");
   auto get_bus_id = cuda.symbol<CuDeviceGetPciBusId>("cuDeviceGetPCIBusId");
   if (!init || !get_count || !get_device || !get_attribute || !get_bus_id) {
-    status.notes.push_back(fmt::format("{} lacks a device query entry point: SM counts unknown", library));
+    status.notes.push_back(
+        fmt::format("{} lacks a device query entry point: SM counts unknown", library));
     return;
   }
   if (int rc = init(0); rc != 0) {
-    status.notes.push_back(fmt::format("CUDA driver: cuInit failed (CUresult {}): SM counts unknown", rc));
+    status.notes.push_back(
+        fmt::format("CUDA driver: cuInit failed (CUresult {}): SM counts unknown", rc));
     return;
   }
   int count = 0;
@@ -283,7 +311,8 @@ void fill_sm_counts(const std::string& library, SystemStatus& status) {
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     int device = 0, sms = 0;
     std::array<char, 64> bus{};
-    if (get_device(&device, ordinal) != 0 || get_bus_id(bus.data(), static_cast<int>(bus.size()), device) != 0 ||
+    if (get_device(&device, ordinal) != 0 ||
+        get_bus_id(bus.data(), static_cast<int>(bus.size()), device) != 0 ||
         get_attribute(&sms, kCuAttributeMultiprocessorCount, device) != 0) {
       continue;
     }
@@ -306,8 +335,8 @@ SystemStatus query_nvml(const NvmlLibraries& libraries) {
   SystemStatus status;
   SharedObject nvml(libraries.nvml, /*keep_loaded=*/false);
   if (!nvml.loaded()) {
-    status.notes.push_back(fmt::format("NVML not found ({}): no NVIDIA driver ({})", libraries.nvml,
-                                       nvml.error()));
+    status.notes.push_back(
+        fmt::format("NVML not found ({}): no NVIDIA driver ({})", libraries.nvml, nvml.error()));
     return status;
   }
   NvmlApi api(nvml);
@@ -324,7 +353,8 @@ SystemStatus query_nvml(const NvmlLibraries& libraries) {
   }
   std::array<char, 96> text{};
   if (api.nvmlSystemGetDriverVersion != nullptr &&
-      api.nvmlSystemGetDriverVersion(text.data(), static_cast<unsigned>(text.size())) == NVML_SUCCESS) {
+      api.nvmlSystemGetDriverVersion(text.data(), static_cast<unsigned>(text.size())) ==
+          NVML_SUCCESS) {
     status.driver_version = text.data();
   } else {
     status.notes.push_back("driver_version: not reported by NVML");

@@ -15,7 +15,7 @@ struct PcieLink {
 
 // One GPU. A zero or empty field means "not reported": SystemStatus::notes says why.
 struct DeviceStatus {
-  int index = 0;                // NVML index (nvidia-smi's order: PCI bus order)
+  int index = 0;                       // NVML index (nvidia-smi's order: PCI bus order)
   std::string name, uuid, pci_bus_id;  // "NVIDIA H200", "GPU-…", "00000000:19:00.0"
   int cc_major = 0, cc_minor = 0;      // compute capability
   int sm_count = 0;                    // CUDA driver's MULTIPROCESSOR_COUNT; 0 = unknown

@@ -21,7 +21,8 @@ TEST(GpuNvml, MissingLibraryGivesNoDevicesAndANote) {
   EXPECT_TRUE(status.devices.empty());
   EXPECT_TRUE(status.vendor.empty());
   ASSERT_FALSE(status.notes.empty());
-  EXPECT_TRUE(has_note(status, "NVML not found (libnvidia-ml-absent.so.1)")) << status.notes.front();
+  EXPECT_TRUE(has_note(status, "NVML not found (libnvidia-ml-absent.so.1)"))
+      << status.notes.front();
 }
 
 TEST(GpuNvml, DefaultLibraryNeverThrows) {
@@ -69,7 +70,8 @@ TEST(GpuNvml, UnsupportedOrMissingFieldsStayEmptyWithAReason) {
   EXPECT_EQ(d.sm_count, 0);  // no CUDA driver asked
   EXPECT_TRUE(has_note(status, "GPU 0: mig_enabled: Not Supported (NVML error 3)"));
   EXPECT_TRUE(has_note(status, "GPU 0: power_draw_w: nvmlDeviceGetPowerUsage is not exported"));
-  EXPECT_TRUE(has_note(status, "GPU 1: pcie.max_gen: nvmlDeviceGetMaxPcieLinkGeneration is not exported"));
+  EXPECT_TRUE(
+      has_note(status, "GPU 1: pcie.max_gen: nvmlDeviceGetMaxPcieLinkGeneration is not exported"));
 }
 
 TEST(GpuNvml, InitFailureIsANoteNotAnError) {
@@ -144,24 +146,29 @@ GpuInfoReport h200_report() {
   d.pcie = {5, 16, 5, 16};
   r.system.devices.push_back(d);
   r.architecture = architecture_of(d);
-  r.compiler = ToolStatus{"nvcc", "/usr/local/cuda/bin/nvcc", "Cuda compilation tools, release 13.0, V13.0.88"};
-  r.profilers = {{"ncu", "/usr/local/cuda/bin/ncu", ""}, {"libmagpie_cupti", "/opt/magpie/lib/libmagpie_cupti.so", ""}};
+  r.compiler = ToolStatus{"nvcc", "/usr/local/cuda/bin/nvcc",
+                          "Cuda compilation tools, release 13.0, V13.0.88"};
+  r.profilers = {{"ncu", "/usr/local/cuda/bin/ncu", ""},
+                 {"libmagpie_cupti", "/opt/magpie/lib/libmagpie_cupti.so", ""}};
   return r;
 }
 
 TEST(GpuInfoReport, TextHasMagpiesLinesThenEachDevice) {
   std::string text = render_gpu_info_text(h200_report());
-  for (const char* line : {"GPU Information:\n", "  Vendor: NVIDIA\n", "  Architecture: sm_90\n",
-                           "  Compiler: nvcc (/usr/local/cuda/bin/nvcc, Cuda compilation tools, release 13.0, V13.0.88)\n",
-                           "  Profiler: ncu (/usr/local/cuda/bin/ncu), libmagpie_cupti (/opt/magpie/lib/libmagpie_cupti.so)\n",
-                           "  Driver: 580.95.05\n", "  CUDA (driver): 13.0\n", "  GPU 0: NVIDIA H200\n",
-                           "    UUID: GPU-00000000-1111-2222-3333-444444444444\n",
-                           "    PCI bus id: 00000000:19:00.0\n", "    Compute capability: 9.0 (sm_90)\n",
-                           "    SMs: 132\n", "    Memory: 143771 MiB total, 143000 MiB free, 771 MiB used\n",
-                           "    SM clock: 345 MHz current, 1980 MHz max\n",
-                           "    Memory clock: 3201 MHz current, 3201 MHz max\n",
-                           "    Power: 700.0 W limit, 75.5 W draw\n", "    Temperature: 31 C\n",
-                           "    MIG: disabled, ECC: enabled\n", "    PCIe: gen 5 x16 (max gen 5 x16)\n"}) {
+  for (const char* line :
+       {"GPU Information:\n", "  Vendor: NVIDIA\n", "  Architecture: sm_90\n",
+        "  Compiler: nvcc (/usr/local/cuda/bin/nvcc, Cuda compilation tools, release 13.0, "
+        "V13.0.88)\n",
+        "  Profiler: ncu (/usr/local/cuda/bin/ncu), libmagpie_cupti "
+        "(/opt/magpie/lib/libmagpie_cupti.so)\n",
+        "  Driver: 580.95.05\n", "  CUDA (driver): 13.0\n", "  GPU 0: NVIDIA H200\n",
+        "    UUID: GPU-00000000-1111-2222-3333-444444444444\n",
+        "    PCI bus id: 00000000:19:00.0\n", "    Compute capability: 9.0 (sm_90)\n",
+        "    SMs: 132\n", "    Memory: 143771 MiB total, 143000 MiB free, 771 MiB used\n",
+        "    SM clock: 345 MHz current, 1980 MHz max\n",
+        "    Memory clock: 3201 MHz current, 3201 MHz max\n",
+        "    Power: 700.0 W limit, 75.5 W draw\n", "    Temperature: 31 C\n",
+        "    MIG: disabled, ECC: enabled\n", "    PCIe: gen 5 x16 (max gen 5 x16)\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
   }
   EXPECT_EQ(text.find("(No GPU detected)"), std::string::npos);
@@ -193,8 +200,8 @@ TEST(GpuInfoReport, UnknownDeviceFieldsPrintAsUnknown) {
 
 TEST(GpuInfoReport, JsonHasEveryDocumentedKey) {
   auto j = gpu_info_json(h200_report());
-  for (const char* key : {"gpu_detected", "vendor", "architecture", "compiler", "profilers", "driver_version",
-                          "cuda_version", "devices", "notes"}) {
+  for (const char* key : {"gpu_detected", "vendor", "architecture", "compiler", "profilers",
+                          "driver_version", "cuda_version", "devices", "notes"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["gpu_detected"], true);
@@ -214,8 +221,9 @@ TEST(GpuInfoReport, JsonHasEveryDocumentedKey) {
   EXPECT_EQ(d["ecc_enabled"], true);
   EXPECT_EQ(d["pcie"]["gen"], 5);
   EXPECT_EQ(d["pcie"]["max_width"], 16);
-  for (const char* key : {"index", "uuid", "pci_bus_id", "architecture", "memory_free_bytes", "memory_used_bytes",
-                          "sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz", "power_draw_w"}) {
+  for (const char* key :
+       {"index", "uuid", "pci_bus_id", "architecture", "memory_free_bytes", "memory_used_bytes",
+        "sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz", "power_draw_w"}) {
     EXPECT_TRUE(d.contains(key)) << key;
   }
 }

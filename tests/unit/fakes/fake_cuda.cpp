@@ -21,7 +21,8 @@ __attribute__((visibility("default"))) int cuDeviceGetPCIBusId(char* out, int le
   std::strcpy(out, id);
   return 0;
 }
-__attribute__((visibility("default"))) int cuDeviceGetAttribute(int* value, int attribute, int device) {
+__attribute__((visibility("default"))) int cuDeviceGetAttribute(int* value, int attribute,
+                                                                int device) {
   if (attribute != 16) return 1;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
   *value = device == 0 ? 114 : 132;
   return 0;

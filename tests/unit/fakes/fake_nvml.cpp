@@ -28,9 +28,12 @@ __attribute__((visibility("default"))) int nvmlInit_v2() {
 __attribute__((visibility("default"))) int nvmlShutdown() { return kSuccess; }
 __attribute__((visibility("default"))) const char* nvmlErrorString(int code) {
   switch (code) {
-    case kNotSupported: return "Not Supported";
-    case 9: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case kNotSupported:
+      return "Not Supported";
+    case 9:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 __attribute__((visibility("default"))) int nvmlSystemGetDriverVersion(char* out, unsigned length) {
@@ -44,7 +47,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned* count
   *count = 2;
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned index,
+                                                                         void** device) {
   if (index >= 2) return kInvalidArgument;
   *device = &g_devices[index];
   return kSuccess;
@@ -52,10 +56,11 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigne
 __attribute__((visibility("default"))) int nvmlDeviceGetName(void*, char* out, unsigned length) {
   return copy(out, length, "NVIDIA H200");
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetUUID(void* device, char* out, unsigned length) {
+__attribute__((visibility("default"))) int nvmlDeviceGetUUID(void* device, char* out,
+                                                             unsigned length) {
   return copy(out, length,
-               index_of(device) == 0 ? "GPU-00000000-1111-2222-3333-444444444444"
-                                     : "GPU-55555555-6666-7777-8888-999999999999");
+              index_of(device) == 0 ? "GPU-00000000-1111-2222-3333-444444444444"
+                                    : "GPU-55555555-6666-7777-8888-999999999999");
 }
 struct PciInfo {
   char busIdLegacy[16];
@@ -67,7 +72,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetPciInfo_v3(void* device,
   std::strcpy(pci->busId, index_of(device) == 0 ? "00000000:19:00.0" : "00000000:3B:00.0");
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetCudaComputeCapability(void*, int* major, int* minor) {
+__attribute__((visibility("default"))) int nvmlDeviceGetCudaComputeCapability(void*, int* major,
+                                                                              int* minor) {
   *major = 9;
   *minor = 0;
   return kSuccess;
@@ -88,7 +94,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetClockInfo(void*, int typ
   *mhz = type == 1 ? 345 : 3201;  // NVML_CLOCK_SM : NVML_CLOCK_MEM
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetMaxClockInfo(void*, int type, unsigned* mhz) {
+__attribute__((visibility("default"))) int nvmlDeviceGetMaxClockInfo(void*, int type,
+                                                                     unsigned* mhz) {
   *mhz = type == 1 ? 1980 : 3201;
   return kSuccess;
 }
@@ -96,7 +103,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetMaxClockInfo(void*, int 
 __attribute__((visibility("default"))) int nvmlDeviceGetPowerManagementLimit(void*, unsigned*) {
   return kNotSupported;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* milliwatts) {
+__attribute__((visibility("default"))) int nvmlDeviceGetEnforcedPowerLimit(void*,
+                                                                           unsigned* milliwatts) {
   *milliwatts = 700000;
   return kSuccess;
 }
@@ -114,7 +122,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetEccMode(void*, int* curr
   *pending = 1;
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* gen) {
+__attribute__((visibility("default"))) int nvmlDeviceGetCurrPcieLinkGeneration(void*,
+                                                                               unsigned* gen) {
   *gen = 5;
   return kSuccess;
 }
