@@ -73,7 +73,8 @@ bool kernel_ok(const json& row) {
 
 RunStatus kernel_status(const json& summary) {
   if (!summary.is_array() || summary.empty()) return RunStatus::kFailed;
-  return std::all_of(summary.begin(), summary.end(), kernel_ok) ? RunStatus::kSucceeded : RunStatus::kFailed;
+  return std::all_of(summary.begin(), summary.end(), kernel_ok) ? RunStatus::kSucceeded
+                                                                : RunStatus::kFailed;
 }
 
 std::string kernel_errors(const json& report) {
@@ -158,7 +159,8 @@ std::map<std::string, double> metrics_from_report(RunKind kind, const json& r) {
         m["top_kernels"] = static_cast<double>(r["top_kernels"].size());
       break;
     case RunKind::kTraceLens:
-      if (r.contains("reports") && r["reports"].is_array()) m["reports"] = static_cast<double>(r["reports"].size());
+      if (r.contains("reports") && r["reports"].is_array())
+        m["reports"] = static_cast<double>(r["reports"].size());
       if (r.contains("output_files") && r["output_files"].is_array())
         m["output_files"] = static_cast<double>(r["output_files"].size());
       break;
@@ -189,12 +191,15 @@ std::optional<RunRecord> read_workspace(const fs::path& dir) {
   switch (*kind) {
     case RunKind::kBenchmark: {
       bool success = report.value("success", false), complete = report.value("complete", true);
-      r.status = success ? RunStatus::kSucceeded : complete ? RunStatus::kFailed : RunStatus::kIncomplete;
+      r.status = success    ? RunStatus::kSucceeded
+                 : complete ? RunStatus::kFailed
+                            : RunStatus::kIncomplete;
       r.error = join_errors(report.value("errors", json::array()));
       double exec = num(report, {"execution_time"});
       if (auto end = parse_iso_utc(r.finished_at); end && std::isfinite(exec) && exec > 0) {
         auto t = static_cast<std::time_t>(*end - exec);
-        r.started_at = iso_utc(fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(t)));
+        r.started_at =
+            iso_utc(fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(t)));
       }
       if (fs::is_regular_file(dir / "config.yaml", ec)) {
         try {
@@ -211,10 +216,12 @@ std::optional<RunRecord> read_workspace(const fs::path& dir) {
       break;
     case RunKind::kGapAnalysis:
     case RunKind::kTraceLens: {
-      // Skipped files are errors in these reports, but the run still succeeded if it produced anything.
+      // Skipped files are errors in these reports, but the run still succeeded if it produced
+      // anything.
       r.error = join_errors(report.value("errors", json::array()));
-      bool produced = *kind == RunKind::kGapAnalysis ? r.metrics.count("num_ranks") && r.metrics["num_ranks"] > 0
-                                                     : r.metrics.count("output_files") && r.metrics["output_files"] > 1;
+      bool produced = *kind == RunKind::kGapAnalysis
+                          ? r.metrics.count("num_ranks") && r.metrics["num_ranks"] > 0
+                          : r.metrics.count("output_files") && r.metrics["output_files"] > 1;
       r.status = produced ? RunStatus::kSucceeded : RunStatus::kFailed;
       break;
     }
