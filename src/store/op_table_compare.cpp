@@ -118,10 +118,9 @@ OpTableComparison compare_op_tables(const std::vector<DiffInput>& inputs) {
           "run magpie benchmark --trace-dir (gap analysis) or magpie tracelens with -o into it");
     }
     sources.push_back(std::move(found));
-    std::string label = in.label.empty() ? in.workspace.filename().string() : in.label;
-    t.labels.push_back(label);
     t.workspaces.push_back(in.workspace);
   }
+  t.labels = diff_labels(inputs);
   for (const auto& s : sources[0]) {
     bool everywhere = std::all_of(sources.begin(), sources.end(), [&](const auto& v) {
       return std::any_of(v.begin(), v.end(), [&](const auto& o) { return o.section == s.section; });

@@ -219,6 +219,29 @@ std::vector<std::pair<std::string, KernelEntry>> read_kernels(const fs::path& ws
 
 }  // namespace
 
+std::vector<std::string> diff_labels(const std::vector<DiffInput>& inputs) {
+  auto name = [](const fs::path& p, int depth) {
+    fs::path n = p.lexically_normal();
+    if (n.filename().empty()) n = n.parent_path();  // a trailing slash
+    std::string out = n.filename().string();
+    for (int i = 1; i < depth && n.has_parent_path() && n.parent_path() != n; ++i) {
+      n = n.parent_path();
+      out = n.filename().string() + "/" + out;
+    }
+    return out;
+  };
+  std::vector<std::string> labels;
+  for (const auto& in : inputs)
+    labels.push_back(in.label.empty() ? name(in.workspace, 1) : in.label);
+  const auto first = labels;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (!inputs[i].label.empty()) continue;
+    if (std::count(first.begin(), first.end(), first[i]) > 1)
+      labels[i] = name(fs::absolute(inputs[i].workspace), 2);
+  }
+  return labels;
+}
+
 WorkspaceKind diff_workspace_kind(const fs::path& dir) {
   std::error_code ec;
   if (fs::is_regular_file(dir / "benchmark_report.json", ec) ||
@@ -276,16 +299,16 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
   }
   ReportDiff d;
   d.settings = settings.verdict;
-  for (const auto& in : inputs) {
+  const auto labels = diff_labels(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
     std::error_code ec;
     if (!fs::is_directory(in.workspace, ec)) {
       throw Error(ErrorKind::kNotFound, "workspace not found (deleted or moved?)",
                   in.workspace.string(), std::nullopt,
                   "`magpie results list` shows which workspaces still exist");
     }
-    std::string label = in.label.empty() ? in.workspace.filename().string() : in.label;
-    if (label.empty()) label = in.workspace.parent_path().filename().string();
-    d.inputs.push_back({label, in.workspace, diff_workspace_kind(in.workspace)});
+    d.inputs.push_back({labels[i], in.workspace, diff_workspace_kind(in.workspace)});
   }
   const auto kind = d.inputs[0].kind;
   for (const auto& w : d.inputs) {

@@ -98,6 +98,10 @@ struct ReportDiff {
 // kinds, kNotFound for a missing workspace or records.
 ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings& settings = {});
 
+// Column labels: the given ones, else the workspace folder's name; names that
+// repeat (two gap_analysis/ folders) take their parent's name too (run_a/gap_analysis).
+std::vector<std::string> diff_labels(const std::vector<DiffInput>& inputs);
+
 // What a folder holds for the diff: serving (benchmark_report.json or per-request
 // records), kernels (compare_report.json / analyze_report.json), or other.
 WorkspaceKind diff_workspace_kind(const std::filesystem::path& dir);

@@ -497,6 +497,9 @@ TEST(ReportDiff, OpTablesSideBySide) {
   EXPECT_EQ(t2.sections, std::vector<std::string>{"tracelens/decode"});
   EXPECT_EQ(t2.labels[1], "e");
   EXPECT_THROW(compare_op_tables({{"", d / "a"}, {"", d / "c"}}), Error);  // no shared section
+  // Two gap_analysis/ folders: the labels take their parents' names.
+  auto t3 = compare_op_tables({{"", d / "a" / "gap_analysis"}, {"", d / "b" / "gap_analysis/"}});
+  EXPECT_EQ(t3.labels, (std::vector<std::string>{"a/gap_analysis", "b/gap_analysis"}));
   EXPECT_THROW(compare_op_tables({{"", d / "a"}, {"", d / "nothing"}}), Error);
 }
 
