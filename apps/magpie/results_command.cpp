@@ -53,7 +53,7 @@ std::string key_metrics(const RunRecord& r) {
     case store::RunKind::kBenchmark:
       add("request_throughput", "{:.2f} req/s");
       add("output_throughput", "{:.1f} tok/s");
-      add("ttft_p99_ms", "TTFT p99 {:.1f} ms");
+      add("ttft.p99_ms", "TTFT p99 {:.1f} ms");
       break;
     case store::RunKind::kGapAnalysis:
       add("total_duration_us", "{:.0f} us GPU");

@@ -1,7 +1,8 @@
 """End-to-end check of `magpie results` with the real binary.
 
 Workspaces are made the way users make them: a gap analysis of the repository's
-example trace (`magpie benchmark --trace-dir examples/traces -o DIR`, twice),
+example trace (`magpie benchmark --trace-dir examples/traces -o DIR`, twice,
+which the CLI records in the store as it runs),
 plus two serving benchmark workspaces written here in the layout
 `magpie benchmark vllm` leaves (benchmark_report.json + requests.jsonl), with a
 known truth: the candidate's requests take 60% of the baseline's time. Then
@@ -75,10 +76,16 @@ def setup(magpie, tmp_path_factory):
 
 def test_import_list_show(magpie, setup):
     env, out = setup["env"], setup["out"]
+    # The CLI recorded its own gap analyses as they ran.
+    recorded = json.loads(run(magpie, "results", "list", "--json", env=env).stdout)
+    assert [r["kind"] for r in recorded] == ["gap_analysis", "gap_analysis"]
+    assert all(r["face"] == "cli" and r["status"] == "succeeded" for r in recorded)
+    assert {r["workspace"] for r in recorded} == {str(out / n / "gap_analysis") for n in ("gap_a", "gap_b")}
+
     imported = run(magpie, "results", "import", out, env=env)
     assert "imported 2 workspaces" in imported.stdout  # the two benchmark_* folders
-    for name in ("gap_a", "gap_b"):  # each -o DIR holds a gap_analysis/ workspace
-        assert "imported 1 workspace " in run(magpie, "results", "import", out / name, env=env).stdout
+    for name in ("gap_a", "gap_b"):  # already recorded by the CLI: not indexed twice
+        assert "imported 0 workspaces" in run(magpie, "results", "import", out / name, env=env).stdout
     assert "imported 0 workspaces" in run(magpie, "results", "import", out, env=env).stdout
 
     runs = json.loads(run(magpie, "results", "list", "--json", env=env).stdout)
@@ -86,6 +93,7 @@ def test_import_list_show(magpie, setup):
     assert [r["id"] for r in runs] == sorted((r["id"] for r in runs), reverse=True)
     assert {r["kind"] for r in runs} == {"benchmark", "gap_analysis"}
     assert all(r["status"] == "succeeded" and r["workspace_exists"] for r in runs)
+    assert sorted(r["face"] for r in runs) == ["cli", "cli", "import", "import"]
     gaps = json.loads(run(magpie, "results", "list", "--kind", "gap_analysis", "--json", env=env).stdout)
     assert len(gaps) == 2 and all(g["metrics"]["total_duration_us"] > 0 for g in gaps)
     table = run(magpie, "results", "list", env=env).stdout

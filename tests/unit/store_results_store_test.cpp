@@ -403,7 +403,8 @@ TEST(StoreResultsStore, ImportIndexesWorkspacesOnceFromTheirReports) {
   write(out / "gap_analysis" / "gap_analysis.json",
         R"({"total_duration_us": 1234.5, "num_ranks": 1, "top_kernels": [{}, {}], "errors": []})");
   write(out / "tracelens" / "tracelens_manifest.json",
-        R"({"output_files": ["a.csv", "b.csv", "m.json"]})");
+        R"({"output_files": ["a.csv", "b.csv", "m.json"], "errors": [], "timing_s": {"total": 1.5},
+            "stage_results": {"decode": {"summary": {"kernel_time_us": 250.0}}}})");
   write(out / "benchmark_half_written" / "benchmark_report.json", "{\"success\": tr");
   write(out / "notes" / "readme.txt", "not a workspace");
 
@@ -420,8 +421,8 @@ TEST(StoreResultsStore, ImportIndexesWorkspacesOnceFromTheirReports) {
   EXPECT_EQ(bench->status, RunStatus::kSucceeded);
   EXPECT_EQ(bench->face, "import");
   EXPECT_DOUBLE_EQ(bench->metrics["request_throughput"], 3.5);
-  EXPECT_DOUBLE_EQ(bench->metrics["ttft_p99_ms"], 120.0);
-  EXPECT_DOUBLE_EQ(bench->metrics["duration_s"], 28.6);
+  EXPECT_DOUBLE_EQ(bench->metrics["ttft.p99_ms"], 120.0);
+  EXPECT_DOUBLE_EQ(bench->metrics["duration_seconds"], 28.6);
   EXPECT_EQ(bench->config_hash, hash_config("model: m\n"));
   auto start = parse_iso_utc(bench->started_at), end = parse_iso_utc(bench->finished_at);
   ASSERT_TRUE(start && end);
@@ -433,18 +434,24 @@ TEST(StoreResultsStore, ImportIndexesWorkspacesOnceFromTheirReports) {
 
   auto cmp = db.find_by_workspace(out / "compare_20260101_000000");
   EXPECT_EQ(cmp->kind, RunKind::kCompare);
-  EXPECT_DOUBLE_EQ(cmp->metrics["tiled.median_us"], 5.0);
+  EXPECT_DOUBLE_EQ(cmp->metrics["tiled.median_ns"], 5000.0);
+  EXPECT_DOUBLE_EQ(cmp->metrics["all_correct"], 1.0);
   EXPECT_DOUBLE_EQ(cmp->metrics["tiled.speedup"], 2.0);
   EXPECT_DOUBLE_EQ(cmp->metrics["winner_index"], 1.0);
 
   auto an = db.find_by_workspace(out / "analyze_vadd_20260101_000000");
   EXPECT_EQ(an->status, RunStatus::kFailed);
   EXPECT_EQ(an->error, "vadd: nvcc: not found");
+  EXPECT_DOUBLE_EQ(an->metrics["all_correct"], 0.0);
 
   auto gap = db.find_by_workspace(out / "gap_analysis");
   EXPECT_EQ(gap->kind, RunKind::kGapAnalysis);
   EXPECT_DOUBLE_EQ(gap->metrics["top_kernels"], 2.0);
-  EXPECT_EQ(db.find_by_workspace(out / "tracelens")->kind, RunKind::kTraceLens);
+  auto tl = db.find_by_workspace(out / "tracelens");
+  EXPECT_EQ(tl->kind, RunKind::kTraceLens);
+  EXPECT_EQ(tl->status, RunStatus::kSucceeded);
+  EXPECT_DOUBLE_EQ(tl->metrics["decode_kernel_time_us"], 250.0);
+  EXPECT_DOUBLE_EQ(tl->metrics["stages"], 1.0);
   EXPECT_EQ(db.list({.kind = RunKind::kBenchmark}).size(), 2u);
 }
 
