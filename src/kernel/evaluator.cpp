@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -425,6 +426,41 @@ void Evaluator::ncu_pass(Evaluation& e) const {
   write_file_atomic(e.dir / "ncu_kernels.json", per_kernel.dump(2));
 }
 
+namespace {
+
+// Timing integrity: work that is skipped or served from a cache shows as timed
+// windows without GPU work. Such an implementation is rejected, never ranked
+// with a number. Returns the rule that fired, or nothing.
+std::optional<std::string> no_gpu_work(const Evaluation& e) {
+  size_t windows = 0, empty_windows = 0, rounds = 0, rounds_without_kernels = 0;
+  for (const auto& m : e.rounds) {
+    if (m.probe) continue;
+    ++rounds;
+    if (m.source.rfind("latency_json", 0) == 0) {
+      windows += m.samples_ns.size();
+      for (double ns : m.samples_ns) empty_windows += ns <= 0;
+    }
+    // With the CUPTI library loaded, every kernel on every stream is seen.
+    if (!m.cupti_jsonl.empty() && m.cupti_kernels == 0) ++rounds_without_kernels;
+  }
+  if (empty_windows > 0) {
+    return fmt::format(
+        "no GPU work measured in {} of {} timed windows (0 ns): cached or skipped computation? "
+        "Not ranked (rule: empty timed window)",
+        empty_windows, windows);
+  }
+  if (rounds > 0 && rounds_without_kernels == rounds) {
+    return fmt::format(
+        "no GPU work measured: CUPTI saw no kernel in any of the {} performance run(s), although the "
+        "library was loaded; cached or skipped computation, or work on the CPU? Not ranked (rule: no "
+        "kernels in the timed runs)",
+        rounds);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Evaluator::finish(Evaluation& e) const {
   auto& st = e.performance;
   if (!opt_.check_performance) {
@@ -440,7 +476,10 @@ void Evaluator::finish(Evaluation& e) const {
     if (e.spec.min_bytes > 0 && peak_bw > 0) floor = std::max(floor, e.spec.min_bytes / (peak_bw * 1e3));
     if (e.spec.min_flops > 0 && peak_fl > 0) floor = std::max(floor, e.spec.min_flops / (peak_fl * 1e3));
     e.floor_ns = floor;
-    if (!samples.empty() && floor > 0 && median_of(samples) < floor * opt_.performance.floor_tolerance) {
+    if (auto why = no_gpu_work(e)) {
+      st.state = StageState::kFailed;
+      st.errors.push_back(*why);
+    } else if (!samples.empty() && floor > 0 && median_of(samples) < floor * opt_.performance.floor_tolerance) {
       st.state = StageState::kFailed;
       st.errors.push_back(fmt::format(
           "median {:.3f} us is below the roofline floor {:.3f} us ({} bytes at {} TB/s, {} FLOP at {} TFLOP/s): "

@@ -257,6 +257,40 @@ TEST_F(CuptiRounds, WithoutTheLibraryNothingChanges) {
   EXPECT_TRUE(e.cupti.kind.empty());
 }
 
+// Timing integrity (a candidate that skips work or serves a cached result):
+// windows without GPU work are a rejection with the rule named, never a number.
+TEST_F(KernelEvaluatorTest, EmptyTimedWindowsAreRejectedNotRanked) {
+  Evaluator ev(options());
+  auto cheat = make("cached", {}, {{"sh", "-c",
+      "echo 'MAGPIE_LATENCY_JSON: {\"mode\":\"events\",\"stats\":{\"samples_ms\":[0.0,0.0,0.0]}}'"}});
+  ev.prepare(cheat);
+  ev.measure_round(cheat, 0);
+  ev.finish(cheat);
+  EXPECT_TRUE(cheat.correct());
+  EXPECT_EQ(cheat.performance.state, StageState::kFailed);
+  ASSERT_FALSE(cheat.performance.errors.empty());
+  EXPECT_NE(cheat.performance.errors[0].find("no GPU work measured in 3 of 3 timed windows"), std::string::npos)
+      << cheat.performance.errors[0];
+  EXPECT_NE(cheat.performance.errors[0].find("rule: empty timed window"), std::string::npos);
+}
+
+TEST_F(CuptiRounds, NoKernelsUnderCuptiIsRejectedWhileTheHonestOneIsRanked) {
+  auto opt = cupti_options();
+  opt.performance.cupti_kind = "serial";
+  Evaluator ev(opt);
+  // The cheat prints plausible wall-clock samples but launches nothing.
+  Command no_kernels = {"sh", "-c",
+      "echo 'MAGPIE_LATENCY_JSON: {\"mode\":\"events\",\"stats\":{\"samples_ms\":[0.1,0.1,0.1]}}'"};
+  CuptiChoice choice;
+  auto evals = run(ev, {make("honest", {}, {fake_cupti_program(7)}), make("cheat", {}, {no_kernels})}, choice);
+  EXPECT_EQ(evals[0].performance.state, StageState::kSuccess);
+  EXPECT_EQ(evals[1].performance.state, StageState::kFailed);
+  ASSERT_FALSE(evals[1].performance.errors.empty());
+  EXPECT_NE(evals[1].performance.errors[0].find("CUPTI saw no kernel in any of the 3 performance run(s)"),
+            std::string::npos)
+      << evals[1].performance.errors[0];
+}
+
 TEST(GpuInfo, ComputeCapToArch) {
   EXPECT_EQ(sm_arch_from_compute_cap("9.0"), "sm_90");
   EXPECT_EQ(sm_arch_from_compute_cap("10.0"), "sm_100");
