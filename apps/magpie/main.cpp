@@ -7,6 +7,7 @@
 
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
+#include "mcp_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
 
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
   tracelens.register_with(app);
   magpie::app::AnalyzeCommand analyze;
   analyze.register_with(app);
+  magpie::app::McpCommand mcp;
+  mcp.register_with(app);
 
   try {
     app.parse(argc, argv);
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     if (benchmark.parsed()) return benchmark.run(verbose);
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
+    if (mcp.parsed()) return mcp.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());
