@@ -101,6 +101,11 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+bool is_known_method(const std::string& method) {
+  return method == "initialize" || method == "ping" || method == "tools/list" ||
+         method == "tools/call";
+}
+
 std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -307,14 +312,6 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
     return write_plain(socket, req, http::status::bad_request, dump(make_error(*parsed.error)));
   const Message& msg = *parsed.message;
 
-  std::string version(req["MCP-Protocol-Version"]);
-  if (!version.empty()) {
-    const auto& ok = supported_protocol_versions();
-    if (std::find(ok.begin(), ok.end(), version) == ok.end())
-      return write_rpc_error(socket, req, http::status::bad_request, kInvalidRequest,
-                             "Bad Request: unsupported MCP-Protocol-Version " + version);
-  }
-
   std::shared_ptr<Session> session;
   std::string session_id(req["Mcp-Session-Id"]);
   bool is_initialize = msg.kind == MessageKind::kRequest && msg.method == "initialize";
@@ -322,6 +319,11 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
     session_id = new_session_id();
     session = std::make_shared<Session>(tools, jobs, server);
   } else {
+    if (session_id.empty() && msg.kind == MessageKind::kRequest && !is_known_method(msg.method))
+      // A sessionless probe (newer clients try server/discover first): say we
+      // do not have it, so the client falls back to initialize.
+      return write_plain(socket, req, http::status::ok,
+                         dump(make_error(msg.id, kMethodNotFound, "Method not found: " + msg.method)));
     if (session_id.empty())
       return write_rpc_error(socket, req, http::status::bad_request, kInvalidRequest,
                              "Bad Request: Mcp-Session-Id header required (send initialize first)");
@@ -331,6 +333,15 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
       return write_rpc_error(socket, req, http::status::not_found, kInvalidRequest,
                              "Session not found: initialize a new session");
     session = it->second;
+  }
+  // Absent is allowed (the spec then assumes an older revision; we go by the
+  // version the session negotiated).
+  std::string version(req["MCP-Protocol-Version"]);
+  if (!version.empty() && !is_initialize) {
+    const auto& ok = supported_protocol_versions();
+    if (std::find(ok.begin(), ok.end(), version) == ok.end())
+      return write_rpc_error(socket, req, http::status::bad_request, kInvalidRequest,
+                             "Bad Request: unsupported MCP-Protocol-Version " + version);
   }
 
   if (msg.kind != MessageKind::kRequest) {

@@ -1,29 +1,18 @@
 #include "mcp/tools.hpp"
 
 #include "analysis/gpu_arch.hpp"
-#include "core/error.hpp"
 #include "kernel/gpu_info.hpp"
+#include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
-#include "serve/docker_command.hpp"
-#include "serve/engine_command.hpp"
 
 namespace magpie::mcp {
 
 using nlohmann::json;
 namespace s = schema;
 
+namespace detail {
+
 namespace {
-
-// ---- argument access (the schema already checked types) ----
-
-template <typename T>
-T arg(const ToolCall& call, const char* name, T fallback) {
-  auto it = call.arguments.find(name);
-  if (it == call.arguments.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
-
-// ---- hardware_spec ----
 
 json datasheet_json(const analysis::GpuArch& a) {
   return {{"name", a.name},
@@ -36,6 +25,8 @@ json datasheet_json(const analysis::GpuArch& a) {
           {"vector_tflops", a.vector_tflops},
           {"aliases", a.aliases}};
 }
+
+}  // namespace
 
 Tool hardware_spec_tool() {
   json datasheet = s::object({{"name", s::string("")}, {"vendor", s::string("")}},
@@ -93,58 +84,16 @@ Tool hardware_spec_tool() {
   return t;
 }
 
-// ---- list_benchmark_images ----
-
-Tool list_benchmark_images_tool() {
-  Tool t;
-  t.name = "list_benchmark_images";
-  t.title = "Serving benchmark images";
-  t.description =
-      "The docker images `benchmark` uses per framework and GPU vendor when docker_image is not "
-      "given (run_mode docker).";
-  t.input_schema =
-      s::input({{"framework", s::one_of("Only this framework", {"vllm", "sglang", "atom"})}});
-  json entry = s::object({{"framework", s::string("")},
-                          {"vendor", s::one_of("", {"nvidia", "amd"})},
-                          {"gpu_archs", s::array(s::string(""), "archs this image is chosen for")},
-                          {"image", s::string("")}},
-                         {"framework", "vendor", "image"});
-  t.output_schema = s::object({{"images", s::array(entry, "")}, {"note", s::string("")}}, {"images"});
-  t.handler = [](const ToolCall& call) {
-    std::string only = arg<std::string>(call, "framework", "");
-    struct VendorArchs {
-      const char* vendor;
-      std::vector<std::string> archs;
-    };
-    const std::vector<VendorArchs> vendors = {{"nvidia", {"sm_80", "sm_90", "sm_100"}},
-                                              {"amd", {"gfx942", "gfx950"}}};
-    json images = json::array();
-    for (auto f : {serve::Framework::kVllm, serve::Framework::kSglang, serve::Framework::kAtom}) {
-      if (!only.empty() && only != serve::to_string(f)) continue;
-      for (const auto& v : vendors) {
-        try {
-          images.push_back({{"framework", serve::to_string(f)},
-                            {"vendor", v.vendor},
-                            {"gpu_archs", v.archs},
-                            {"image", serve::default_image(f, v.archs.front())}});
-        } catch (const Error&) {
-          // No image for this pair (ATOM on NVIDIA).
-        }
-      }
-    }
-    json out = {{"images", std::move(images)},
-                {"note", "docker_image overrides the choice; gpu_arch picks the vendor"}};
-    return ToolOutput{out, {}};
-  };
-  return t;
-}
-
-}  // namespace
+}  // namespace detail
 
 ToolRegistry magpie_tools() {
+  using namespace detail;
   ToolRegistry r;
   r.add(hardware_spec_tool());
   r.add(list_benchmark_images_tool());
+  r.add(list_benchmark_results_tool());
+  r.add(get_benchmark_result_tool());
+  r.add(compare_benchmark_reports_tool());
   return r;
 }
 

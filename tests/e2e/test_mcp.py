@@ -1,0 +1,266 @@
+"""`magpie mcp` end to end, with the official MCP Python SDK as the client
+(tests/e2e/mcp_env.py puts it in a cached venv; ctest runs this suite there).
+
+Both transports: stdio (the SDK launches `magpie mcp`) and Streamable HTTP
+(`magpie mcp --http`). Every tool that needs no GPU is called and its
+structuredContent checked against its outputSchema with jsonschema; the
+error paths are driven with raw JSON-RPC lines and raw HTTP."""
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema", reason="run with tests/e2e/mcp_env.py (MCP venv)")
+mcp = pytest.importorskip("mcp", reason="run with tests/e2e/mcp_env.py (MCP venv)")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import REPO_ROOT, shared_traces  # noqa: E402
+
+EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
+NO_GPU_TOOLS = {"hardware_spec", "list_benchmark_images"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def store_env(tmp_path_factory):
+    """Environment for every server in this suite: a private results store."""
+    db = tmp_path_factory.mktemp("store") / "results.db"
+    return dict(os.environ, MAGPIE_RESULTS_DB=str(db))
+
+
+class HttpServer:
+    """`magpie mcp --http` as a child process."""
+
+    def __init__(self, magpie, env, *extra, host="127.0.0.1", log=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.proc = subprocess.Popen([str(magpie), "mcp", "--http", f"{host}:{self.port}", *extra],
+                                     env=env, stdout=subprocess.DEVNULL,
+                                     stderr=open(log, "w") if log else subprocess.DEVNULL,
+                                     start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"magpie mcp --http exited {self.proc.returncode}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("magpie mcp --http did not answer /health")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def http_server(magpie, store_env, tmp_path_factory):
+    server = HttpServer(magpie, store_env, log=tmp_path_factory.mktemp("http") / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def target(request, magpie, store_env):
+    """What Client() connects to: the stdio command, or the HTTP server's URL."""
+    if request.param == "stdio":
+        return StdioServerParameters(command=str(magpie), args=["mcp"], env=store_env)
+    return request.getfixturevalue("http_server").url
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def list_tools(target):
+    async with Client(target) as client:
+        return (await client.list_tools()).tools
+
+
+async def call(target, name, arguments, progress=None):
+    async with Client(target) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool(name, arguments, progress_callback=progress)
+        return result, tools.get(name)
+
+
+def check_result(result, tool):
+    """A successful call: text content, and structuredContent that matches outputSchema."""
+    text = "\n".join(c.text for c in result.content if c.type == "text")
+    assert not result.is_error, text
+    assert text.strip()
+    jsonschema.validate(result.structured_content, tool.output_schema)
+    return result.structured_content
+
+
+# ---- lifecycle and listing ----
+
+def test_lists_tools_with_valid_schemas(target):
+    tools = run(list_tools(target))
+    names = {t.name for t in tools}
+    assert NO_GPU_TOOLS <= names, names
+    for t in tools:
+        assert t.description, t.name
+        for schema in (t.input_schema, t.output_schema):
+            assert schema["type"] == "object", t.name
+            jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_hardware_spec_without_gpu(target):
+    result, tool = run(call(target, "hardware_spec", {"include_all": True}))
+    out = check_result(result, tool)
+    names = {d["name"] for d in out["datasheets"]}
+    assert {"H200", "MI300X"} <= names
+    if not out["gpu_detected"]:
+        assert "no GPU" in out["message"]
+
+
+def test_list_benchmark_images(target):
+    result, tool = run(call(target, "list_benchmark_images", {"framework": "vllm"}))
+    out = check_result(result, tool)
+    assert {i["framework"] for i in out["images"]} == {"vllm"}
+    assert any(i["image"].startswith("vllm/vllm-openai") for i in out["images"])
+
+
+# ---- error paths, as raw JSON-RPC lines on stdio ----
+
+class RawStdio:
+    def __init__(self, magpie, env):
+        self.proc = subprocess.Popen([str(magpie), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, text=True, start_new_session=True)
+
+    def send(self, obj_or_text):
+        line = obj_or_text if isinstance(obj_or_text, str) else json.dumps(obj_or_text)
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read(self):
+        line = self.proc.stdout.readline()
+        assert line, "server closed stdout; stderr:\n" + self.proc.stderr.read()[-3000:]
+        return json.loads(line)
+
+    def request(self, id, method, params=None):
+        self.send({"jsonrpc": "2.0", "id": id, "method": method, **({"params": params} if params else {})})
+        return self.read()
+
+    def initialize(self, version="2025-06-18"):
+        r = self.request(0, "initialize", {"protocolVersion": version, "capabilities": {},
+                                           "clientInfo": {"name": "raw", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def test_raw_error_codes(magpie, store_env):
+    s = RawStdio(magpie, store_env)
+    assert s.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
+    s.send('{"jsonrpc": "2.0", "id": 1, "method": ')
+    r = s.read()
+    assert r["error"]["code"] == -32700 and r["id"] is None
+    r = s.request(2, "server/discover")
+    assert r["error"]["code"] == -32601
+    r = s.request(3, "tools/call", {"name": "list_benchmark_images", "arguments": {"framework": 7}})
+    assert r["error"]["code"] == -32602 and "framework" in r["error"]["message"]
+    r = s.request(4, "tools/call", {"name": "gap_analysis", "arguments": {}})
+    assert r["error"]["code"] == -32602
+    r = s.request(5, "tools/call", {"name": "no_such_tool", "arguments": {}})
+    assert r["error"]["code"] == -32602 and "no_such_tool" in r["error"]["message"]
+    s.send({"jsonrpc": "2.0", "id": 6})
+    assert s.read()["error"]["code"] == -32600
+    assert s.request(7, "ping")["result"] == {}  # still serving
+    assert s.close() == 0
+
+
+def test_unsupported_version_gets_our_latest(magpie, store_env):
+    s = RawStdio(magpie, store_env)
+    assert s.initialize("2024-01-01")["result"]["protocolVersion"] == "2025-11-25"
+    assert s.close() == 0
+
+
+# ---- HTTP transport: auth, origin, sessions ----
+
+def http_post(url, body, headers=None):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+
+
+def test_http_health_sessions_and_origin(http_server):
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_server.port}/health") as r:
+        assert json.loads(r.read()) == {"status": "ok"}
+    status, _, _ = http_post(http_server.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert status == 400  # no session
+    status, _, _ = http_post(http_server.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                             {"Mcp-Session-Id": "not-a-session"})
+    assert status == 404
+    status, _, _ = http_post(http_server.url, INIT, {"Origin": "https://evil.example"})
+    assert status == 403
+    status, headers, body = http_post(http_server.url, INIT, {"Origin": "http://localhost:6274"})
+    assert status == 200, body
+    sid = headers.get("Mcp-Session-Id") or headers.get("mcp-session-id")
+    assert sid
+    h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-06-18"}
+    status, _, _ = http_post(http_server.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
+    assert status == 202
+    status, headers, body = http_post(http_server.url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, h)
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    assert "hardware_spec" in body
+    status, _, _ = http_post(http_server.url, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+                             {**h, "MCP-Protocol-Version": "1999-01-01"})
+    assert status == 400
+
+
+def test_http_non_loopback_needs_token(magpie, store_env):
+    r = subprocess.run([str(magpie), "mcp", "--http", f"0.0.0.0:{free_port()}"], env=store_env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "--token" in r.stderr
+
+
+def test_http_bearer_token(magpie, store_env):
+    server = HttpServer(magpie, store_env, "--token", "s3cret")
+    try:
+        assert http_post(server.url, INIT)[0] == 401
+        assert http_post(server.url, INIT, {"Authorization": "Bearer wrong"})[0] == 401
+        status, headers, _ = http_post(server.url, INIT, {"Authorization": "Bearer s3cret"})
+        assert status == 200
+    finally:
+        server.stop()
