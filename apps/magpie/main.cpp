@@ -8,6 +8,7 @@
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
 #include "mcp_command.hpp"
+#include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
 
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
   tracelens.register_with(app);
   magpie::app::AnalyzeCommand analyze;
   analyze.register_with(app);
+  magpie::app::ResultsCommand results;
+  results.register_with(app);
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
 
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
     if (benchmark.parsed()) return benchmark.run(verbose);
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
+    if (results.parsed()) return results.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

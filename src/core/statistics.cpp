@@ -29,6 +29,18 @@ double percentile_sorted(std::span<const double> sorted, double p) {
 
 double median_sorted(std::span<const double> sorted) { return percentile_sorted(sorted, 50.0); }
 
+double percentile_select(std::span<double> values, double p) {
+  if (values.empty()) return 0.0;
+  double rank = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(values.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(rank));
+  auto lo_it = values.begin() + static_cast<std::ptrdiff_t>(lo);
+  std::nth_element(values.begin(), lo_it, values.end());
+  double frac = rank - static_cast<double>(lo);
+  if (frac == 0.0 || lo + 1 >= values.size()) return *lo_it;
+  double hi = *std::min_element(lo_it + 1, values.end());  // the next rank: smallest above lo
+  return *lo_it + (hi - *lo_it) * frac;
+}
+
 Summary summarize(std::vector<double>& values) {
   Summary s;
   s.count = values.size();

@@ -14,6 +14,9 @@ double stddev(std::span<const double> xs);
 // `sorted` must be ascending; p in [0, 100].
 double percentile_sorted(std::span<const double> sorted, double p);
 double median_sorted(std::span<const double> sorted);
+// The same percentile of unsorted values in O(n) (selection, not a sort); reorders `values`.
+// For bootstrap loops that need a percentile of every resample.
+double percentile_select(std::span<double> values, double p);
 
 struct Summary {
   size_t count = 0;

@@ -81,11 +81,6 @@ template <class T>
 void append_column(std::vector<T>& to, const std::vector<T>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
-int64_t remap_id_or_int(int64_t v, const std::vector<StringId>& remap) {
-  if (v >= 0) return v;
-  auto old_id = static_cast<StringId>(-1 - v);
-  return encode_string_id(remap[old_id]);
-}
 }  // namespace
 
 void EventTable::append(const EventTable& other, const std::vector<StringId>& remap) {
@@ -101,8 +96,8 @@ void EventTable::append(const EventTable& other, const std::vector<StringId>& re
   append_column(stream, other.stream);
   for (StringId id : other.name) name.push_back(remap[id]);
   for (StringId id : other.cat_name) cat_name.push_back(remap[id]);
-  for (int64_t v : other.pid) pid.push_back(remap_id_or_int(v, remap));
-  for (int64_t v : other.tid) tid.push_back(remap_id_or_int(v, remap));
+  for (int64_t v : other.pid) pid.push_back(remap_thread_key(v, remap));
+  for (int64_t v : other.tid) tid.push_back(remap_thread_key(v, remap));
   for (size_t i = 0; i < other.detail.size(); ++i) {
     uint32_t d = other.detail[i];
     if (d == kNoDetail) {

@@ -75,8 +75,9 @@ struct EventTable {
   std::vector<StringId> cat_name;
   std::vector<Category> category;
   std::vector<Phase> phase;
-  // Integer pid/tid as given; string ones (e.g. "Spans") are interned and
-  // stored as -(1 + StringId) so they never collide with real ids.
+  // Non-negative integer pid/tid as given; every other value (strings such as
+  // "Spans", negative or out-of-range integers) is interned as text and stored
+  // as -(1 + StringId), so the two never collide.
   std::vector<int64_t> pid;
   std::vector<int64_t> tid;
   std::vector<int64_t> correlation;  // kNoValue when absent
@@ -96,5 +97,14 @@ struct EventTable {
 };
 
 inline int64_t encode_string_id(StringId id) { return -1 - static_cast<int64_t>(id); }
+// Translates a pid/tid column value from one string pool to another: numbers
+// pass through, encoded string ids go through `remap`. An id outside `remap`
+// cannot come from a reader; it maps to the empty string rather than past
+// the table's end.
+inline int64_t remap_thread_key(int64_t v, const std::vector<StringId>& remap) {
+  if (v >= 0) return v;
+  auto old_id = static_cast<uint64_t>(-1 - v);
+  return encode_string_id(old_id < remap.size() ? remap[old_id] : kEmptyString);
+}
 
 }  // namespace magpie::trace

@@ -4,12 +4,6 @@
 
 namespace magpie::trace {
 
-namespace {
-int64_t remap_encoded(int64_t v, const std::vector<StringId>& remap) {
-  return v >= 0 ? v : encode_string_id(remap[static_cast<StringId>(-1 - v)]);
-}
-}  // namespace
-
 void KinetoNames::add(std::string_view kind, int64_t pid, int64_t tid, std::string_view value) {
   if (kind == "process_name") {
     processes_.emplace_back(pid, std::string(value));
@@ -19,9 +13,9 @@ void KinetoNames::add(std::string_view kind, int64_t pid, int64_t tid, std::stri
 }
 
 void KinetoNames::merge(const KinetoNames& other, const std::vector<StringId>& remap) {
-  for (const auto& [pid, name] : other.processes_) processes_.emplace_back(remap_encoded(pid, remap), name);
+  for (const auto& [pid, name] : other.processes_) processes_.emplace_back(remap_thread_key(pid, remap), name);
   for (const auto& [pid, tid, name] : other.threads_)
-    threads_.emplace_back(remap_encoded(pid, remap), remap_encoded(tid, remap), name);
+    threads_.emplace_back(remap_thread_key(pid, remap), remap_thread_key(tid, remap), name);
 }
 
 void KinetoNames::apply(Trace& trace) const {

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <limits>
 #include <cmath>
 #include <cstring>
 
@@ -68,6 +69,16 @@ int64_t parse_int_token(std::string_view t) {
     t.remove_suffix(1);
   int64_t v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    // Ids above int64 (uint64 correlation or flow ids) keep their bits: they
+    // are only compared for equality.
+    uint64_t u = 0;
+    auto [pu, ecu] = std::from_chars(t.data(), t.data() + t.size(), u);
+    if (ecu != std::errc{}) return kNoValue;
+    v = static_cast<int64_t>(u);
+    p = pu;
+    ec = std::errc{};
+  }
   if (ec != std::errc{}) return kNoValue;
   if (p != t.data() + t.size()) {
     // "12.0": keep the integer part of a float-typed integer.
@@ -116,8 +127,8 @@ simdjson::error_code string_value(od::value v, std::string_view& out) {
 // Everything one event contributes, as views into the parser's buffers.
 struct RawEvent {
   std::string_view ph, cat, name, pid_str, tid_str, ts_tok, dur_tok;
-  int64_t pid = kNoValue, tid = kNoValue, id = kNoValue;
-  bool has_pid = false, has_tid = false;
+  int64_t pid = 0, tid = 0, id = kNoValue;  // a missing pid/tid reads as 0
+  bool pid_is_text = false, tid_is_text = false;
   // args
   int64_t correlation = kNoValue, external_id = kNoValue, device = kNoValue, stream = kNoValue;
   KernelDetail kernel;
@@ -189,12 +200,29 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
   return simdjson::SUCCESS;
 }
 
-simdjson::error_code read_pid_tid(od::value v, int64_t& num, std::string_view& str, bool& has) {
+// Kineto writes pids and tids as any JSON integer (negative tids are common:
+// HTA's test traces), integers beyond int64, or strings ("Spans"). Only
+// non-negative int64 values are kept as numbers; everything else is kept as
+// its text and interned, so the negative range of the column stays reserved
+// for encoded string ids (EventTable::pid).
+simdjson::error_code read_pid_tid(od::value v, int64_t& num, std::string_view& str, bool& is_text) {
   od::json_type type;
   if (auto err = v.type().get(type)) return err;
-  has = true;
-  if (type == od::json_type::string) return v.get_string().get(str);
-  num = value_to_int(v);
+  if (type == od::json_type::string) {
+    is_text = true;
+    return v.get_string().get(str);
+  }
+  std::string_view tok = v.raw_json_token();
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  int64_t parsed = 0;
+  auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), parsed);
+  if (ec == std::errc{} && p == tok.data() + tok.size() && parsed >= 0) {
+    num = parsed;
+  } else {
+    str = tok;  // negative, beyond int64, fractional, or not a number at all
+    is_text = true;
+  }
   return simdjson::SUCCESS;
 }
 
@@ -222,9 +250,9 @@ simdjson::error_code read_event(od::object obj, bool include_python, RawEvent& e
     } else if (key == "dur") {
       ev.dur_tok = v.raw_json_token();
     } else if (key == "pid") {
-      if (auto err = read_pid_tid(v, ev.pid, ev.pid_str, ev.has_pid)) return err;
+      if (auto err = read_pid_tid(v, ev.pid, ev.pid_str, ev.pid_is_text)) return err;
     } else if (key == "tid") {
-      if (auto err = read_pid_tid(v, ev.tid, ev.tid_str, ev.has_tid)) return err;
+      if (auto err = read_pid_tid(v, ev.tid, ev.tid_str, ev.tid_is_text)) return err;
     } else if (key == "id") {
       ev.id = value_to_int(v);
     } else if (key == "args") {
@@ -251,13 +279,27 @@ Phase phase_of(std::string_view ph) {
   }
 }
 
+// The device of GPU work: args.device, else the pid (Kineto's GPU rows use the
+// device index as pid); 0 when neither is a plausible index.
+int32_t gpu_device(int64_t device_arg, int64_t pid) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (device_arg >= 0 && device_arg <= kMax) return static_cast<int32_t>(device_arg);
+  if (pid >= 0 && pid <= kMax) return static_cast<int32_t>(pid);
+  return 0;
+}
+
+// A pid/tid column value: the number itself (never negative), or an encoded
+// string id (always negative) for everything read as text.
+int64_t thread_key(bool is_text, int64_t num, std::string_view text, StringPool& strings) {
+  return is_text ? encode_string_id(strings.intern(text)) : num;
+}
+
 void commit_event(const RawEvent& ev, ChunkOutput& out) {
   auto& t = out.events;
   if (!ev.ph.empty() && ev.ph[0] == 'M') {
     ++out.stats.metadata_events;
-    out.names.add(ev.name, ev.pid_str.empty() ? ev.pid : encode_string_id(out.strings.intern(ev.pid_str)),
-                  ev.tid_str.empty() ? ev.tid : encode_string_id(out.strings.intern(ev.tid_str)),
-                  ev.meta_name);
+    out.names.add(ev.name, thread_key(ev.pid_is_text, ev.pid, ev.pid_str, out.strings),
+                  thread_key(ev.tid_is_text, ev.tid, ev.tid_str, out.strings), ev.meta_name);
     return;
   }
   int64_t ts = 0;
@@ -265,8 +307,8 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
     ++out.stats.malformed_events;  // an event without a time cannot be placed
     return;
   }
-  int64_t pid = ev.pid_str.empty() ? ev.pid : encode_string_id(out.strings.intern(ev.pid_str));
-  int64_t tid = ev.tid_str.empty() ? ev.tid : encode_string_id(out.strings.intern(ev.tid_str));
+  int64_t pid = thread_key(ev.pid_is_text, ev.pid, ev.pid_str, out.strings);
+  int64_t tid = thread_key(ev.tid_is_text, ev.tid, ev.tid_str, out.strings);
   Phase phase = ev.ph.empty() ? (ev.dur_tok.empty() ? Phase::kInstant : Phase::kComplete)
                               : phase_of(ev.ph);
   if (phase == Phase::kFlowStart || phase == Phase::kFlowStep || phase == Phase::kFlowEnd) {
@@ -288,7 +330,7 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
   t.correlation.push_back(ev.correlation);
   t.external_id.push_back(ev.external_id);
   bool gpu = is_gpu_activity(cat);
-  t.device.push_back(gpu ? static_cast<int32_t>(ev.device != kNoValue ? ev.device : pid) : -1);
+  t.device.push_back(gpu ? gpu_device(ev.device, pid) : -1);
   t.stream.push_back(gpu ? (ev.stream != kNoValue ? ev.stream : tid) : -1);
   uint32_t detail = kNoDetail;
   if ((gpu || is_launch_api(cat)) && ev.has_kernel_detail) {
@@ -451,8 +493,8 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace.strings.intern(o.strings.view(id));
     trace.events.append(o.events, remap);
     for (FlowEvent f : o.flows) {
-      if (f.pid < 0) f.pid = encode_string_id(remap[static_cast<StringId>(-1 - f.pid)]);
-      if (f.tid < 0) f.tid = encode_string_id(remap[static_cast<StringId>(-1 - f.tid)]);
+      f.pid = remap_thread_key(f.pid, remap);
+      f.tid = remap_thread_key(f.tid, remap);
       trace.flows.push_back(f);
     }
     names.merge(o.names, remap);

@@ -66,6 +66,10 @@ struct Trace {
 
   std::string_view str(StringId id) const { return strings.view(id); }
   std::string_view name(size_t row) const { return strings.view(events.name[row]); }
+  // A pid/tid column value as the trace wrote it ("12", "-549452224", "Spans").
+  std::string thread_key_text(int64_t key) const {
+    return key >= 0 ? std::to_string(key) : std::string(strings.view(static_cast<StringId>(-1 - key)));
+  }
 };
 
 }  // namespace magpie::trace

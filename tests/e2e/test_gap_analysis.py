@@ -111,6 +111,15 @@ def interval_union(intervals):
     return busy
 
 
+def expected_rank(path: Path) -> int:
+    """The rank a lone file must get: its distributedInfo, else its name, else 0."""
+    info = load_trace(path).get("distributedInfo") if isinstance(load_trace(path), dict) else None
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return info["rank"]
+    m = re.search(r"rank[-_]?(\d+)", path.name)
+    return int(m.group(1)) if m else 0
+
+
 @functools.lru_cache(maxsize=None)
 def expected_for(path: Path) -> Expected:
     events = load_trace(path)["traceEvents"]
@@ -355,7 +364,7 @@ def test_json_matches_reference(trace, single_runs):
     assert Path(report["csv_path"]).is_file(), report["csv_path"]
     check_top_kernels(report, exp.durations, exp.grand_total)
     assert len(report["ranks"]) == 1, report["ranks"]
-    assert report["ranks"][0]["rank"] == 0
+    assert report["ranks"][0]["rank"] == expected_rank(trace)
     check_rank_entry(report["ranks"][0], exp, trace.name)
 
 

@@ -375,3 +375,26 @@ def test_usage_errors(magpie, tmp_path):
     assert proc.returncode == 2 and "nonesuch" in proc.stderr
     proc = run(magpie, [CASES["h200_llama"][0], "--stages", "training", "-o", tmp_path], check=False)
     assert proc.returncode == 2
+
+
+def every_shared_trace():
+    """Every trace file under the shared folder (public and h200), rocprof's too."""
+    if not SHARED.is_dir():
+        return []
+    return sorted(p for d in ("public", "h200") for p in (SHARED / d).glob("*.json*"))
+
+
+@pytest.mark.parametrize("mode", ["inference", "pytorch"])
+@pytest.mark.parametrize("trace", every_shared_trace(), ids=lambda p: p.name)
+def test_every_shared_trace_in_both_modes(magpie, tmp_path, trace, mode):
+    """No shared trace may crash either mode: each ends with exit 0 and a
+    manifest that lists what was written (issue: a negative tid in HTA's
+    public NCCL trace once ended tracelens with SIGSEGV)."""
+    proc = subprocess.run([str(magpie), "tracelens", str(trace), "--mode", mode, "-o", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    manifest = json.loads((tmp_path / "tracelens" / "tracelens_manifest.json").read_text())
+    assert manifest["analysis_mode"] == mode
+    assert manifest["errors"] == []
+    for f in manifest["output_files"]:
+        assert Path(f).is_file(), f

@@ -211,5 +211,74 @@ TEST(KinetoReader, NonTraceJsonIsBadFormat) {
   }
 }
 
+// Kineto ids come in every shape: HTA's public NCCL trace has negative tids,
+// other tools write strings, ids beyond int64 or floats. Each must ingest,
+// keep its identity across chunk merges, and never index out of range.
+constexpr std::string_view kIdShapesTrace = R"({"traceEvents": [
+  {"ph": "M", "name": "thread_name", "pid": 2910249, "tid": -549452224, "args": {"name": "neg thread"}},
+  {"ph": "M", "name": "process_name", "pid": -7, "tid": 0, "args": {"name": "neg process"}},
+  {"ph": "M", "name": "process_name", "pid": "Spans", "tid": 0, "args": {"name": "span process"}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 2910249, "tid": -549452224, "ts": 100, "dur": 20,
+   "args": {"External id": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 2910249, "tid": -549452224,
+   "ts": 105, "dur": 5, "args": {"correlation": 18446744073709551610, "External id": 7}},
+  {"ph": "s", "id": 18446744073709551610, "pid": 2910249, "tid": -549452224, "ts": 105, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 18446744073709551610, "pid": 0, "tid": 7, "ts": 110, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 110, "dur": 3,
+   "args": {"correlation": 18446744073709551610, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "op_neg_pid", "pid": -7, "tid": -1, "ts": 200, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "op_huge_pid", "pid": 18446744073709551615, "tid": 99999999999999999999, "ts": 201, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "op_float_pid", "pid": 12.5, "tid": 3, "ts": 202, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "op_string_pid", "pid": "Spans", "tid": "-5", "ts": 203, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "op_empty_pid", "pid": "", "tid": "", "ts": 204, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "op_no_pid", "ts": 205, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "k_string_pid", "pid": "GPU 0", "tid": "stream 7", "ts": 206, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "k_neg_pid", "pid": -3, "tid": -9, "ts": 207, "dur": 1}
+]})";
+
+TEST(KinetoReader, IdsOfEveryShapeKeepTheirIdentity) {
+  for (size_t chunk : {size_t{48}, size_t{200}, size_t{1} << 20}) {
+    Trace t = parse(kIdShapesTrace, chunk);
+    ASSERT_EQ(t.events.size(), 11u) << "chunk " << chunk;
+    auto row_of = [&](std::string_view name) {
+      for (size_t r = 0; r < t.events.size(); ++r)
+        if (t.name(r) == name) return r;
+      ADD_FAILURE() << name << " not found";
+      return size_t{0};
+    };
+    auto pid = [&](std::string_view name) { return t.thread_key_text(t.events.pid[row_of(name)]); };
+    auto tid = [&](std::string_view name) { return t.thread_key_text(t.events.tid[row_of(name)]); };
+    EXPECT_EQ(pid("aten::mm"), "2910249");
+    EXPECT_EQ(tid("aten::mm"), "-549452224");
+    EXPECT_EQ(pid("op_neg_pid"), "-7");
+    EXPECT_EQ(tid("op_neg_pid"), "-1");
+    EXPECT_EQ(pid("op_huge_pid"), "18446744073709551615");
+    EXPECT_EQ(tid("op_huge_pid"), "99999999999999999999");
+    EXPECT_EQ(pid("op_float_pid"), "12.5");
+    EXPECT_EQ(pid("op_string_pid"), "Spans");
+    EXPECT_EQ(tid("op_string_pid"), "-5");
+    EXPECT_EQ(pid("op_empty_pid"), "");
+    EXPECT_EQ(pid("op_no_pid"), "0");
+    // Same text, same key: the string pid and the metadata's string pid meet.
+    EXPECT_EQ(t.events.pid[row_of("op_string_pid")], t.events.pid[row_of("op_string_pid")]);
+    EXPECT_EQ(t.thread_names.at({t.events.pid[row_of("aten::mm")], t.events.tid[row_of("aten::mm")]}),
+              "neg thread");
+    EXPECT_EQ(t.process_names.at(t.events.pid[row_of("op_neg_pid")]), "neg process");
+    EXPECT_EQ(t.process_names.at(t.events.pid[row_of("op_string_pid")]), "span process");
+    // GPU rows whose pid is no device index fall on device 0, never a CPU row's -1.
+    EXPECT_EQ(t.events.device[row_of("k_string_pid")], 0);
+    EXPECT_EQ(t.events.device[row_of("k_neg_pid")], 0);
+    // Flow ends keep their (negative) thread keys, decodable in the merged pool.
+    ASSERT_EQ(t.flows.size(), 2u);
+    EXPECT_EQ(t.thread_key_text(t.flows[0].tid), "-549452224");
+    // A correlation id above int64 still links the launch on the negative tid
+    // to its kernel and the kernel to the op.
+    TraceLinks links = link_trace(t);
+    size_t kernel = row_of("gemm");
+    EXPECT_EQ(links.launch_of[kernel], static_cast<int32_t>(row_of("cudaLaunchKernel")));
+    EXPECT_EQ(launching_op(t, links, kernel), static_cast<int32_t>(row_of("aten::mm")));
+  }
+}
+
 }  // namespace
 }  // namespace magpie::trace

@@ -1,0 +1,48 @@
+#pragma once
+// `magpie results`: the results store (list, show, import) and diffs between
+// workspaces; the logic is in src/store.
+#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace magpie::app {
+
+class ResultsCommand {
+ public:
+  void register_with(CLI::App& app);
+  bool parsed() const { return sub_ && sub_->parsed(); }
+  int run(bool verbose);
+
+ private:
+  int run_list();
+  int run_show();
+  int run_diff();
+  int run_import();
+
+  CLI::App* sub_ = nullptr;
+  CLI::App* list_ = nullptr;
+  CLI::App* show_ = nullptr;
+  CLI::App* diff_ = nullptr;
+  CLI::App* import_ = nullptr;
+  std::string db_;
+  // list
+  std::string kind_, status_;
+  size_t limit_ = 20;
+  bool json_ = false;
+  // show
+  std::string target_;
+  // diff
+  std::vector<std::string> targets_;
+  std::vector<std::string> labels_;
+  std::string format_ = "table";
+  std::string output_;
+  bool ops_ = false;
+  double threshold_ = -1;
+  int resamples_ = 0;
+  bool fail_on_regression_ = false;
+  // import
+  std::string import_dir_;
+};
+
+}  // namespace magpie::app

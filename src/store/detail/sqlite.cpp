@@ -1,0 +1,170 @@
+#include "store/detail/sqlite.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "core/error.hpp"
+
+namespace magpie::store::detail {
+
+namespace {
+
+ErrorKind kind_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return ErrorKind::kUnreadable;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return ErrorKind::kBadFormat;
+    default:
+      return ErrorKind::kInternal;
+  }
+}
+
+std::string hint_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+      return "check that the directory exists and is writable, or point MAGPIE_RESULTS_DB at a "
+             "writable file";
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+      return "check free disk space and the file system, or point MAGPIE_RESULTS_DB elsewhere";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "another process held the write lock past the busy timeout; retry, or look for a "
+             "stuck magpie process";
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return "the file is not a Magpie results store (or is damaged): move it aside and a new one "
+             "is created; `magpie results import DIR` re-indexes workspaces";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) {
+  Database d;
+  d.path_ = path;
+  int rc = sqlite3_open_v2(path.c_str(), &d.db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) d.fail(rc, "open the results store");
+  sqlite3_extended_result_codes(d.db_, 1);
+  sqlite3_busy_timeout(d.db_, busy_timeout_ms);
+  // WAL: readers never block the writer and a crash mid-write leaves the
+  // database intact. NORMAL sync is durable across process crashes in WAL.
+  auto mode = d.prepare("PRAGMA journal_mode=WAL");
+  if (mode.step() && mode.column_text(0) != "wal") {
+    throw Error(ErrorKind::kUnreadable,
+                fmt::format("results store could not switch to WAL journaling (got '{}')", mode.column_text(0)),
+                path.string(), std::nullopt,
+                "keep the store on a local file system (WAL needs shared memory), or set MAGPIE_RESULTS_DB");
+  }
+  d.exec("PRAGMA synchronous=NORMAL");
+  d.exec("PRAGMA foreign_keys=ON");
+  return d;
+}
+
+Database::~Database() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+
+Database& Database::operator=(Database&& o) noexcept {
+  if (this != &o) {
+    if (db_) sqlite3_close_v2(db_);
+    db_ = o.db_;
+    path_ = std::move(o.path_);
+    o.db_ = nullptr;
+  }
+  return *this;
+}
+
+void Database::fail(int rc, std::string_view what) const {
+  std::string detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  throw Error(kind_for(rc), fmt::format("results store: cannot {}: {}", what, detail), path_.string(), std::nullopt,
+              hint_for(rc));
+}
+
+void Database::exec(std::string_view sql) {
+  std::string text(sql);
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(rc, fmt::format("run `{}`", text.substr(0, 60)));
+}
+
+Statement Database::prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) fail(rc, fmt::format("prepare `{}`", sql.substr(0, 60)));
+  return Statement(*this, stmt);
+}
+
+int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+int Database::changes() const { return sqlite3_changes(db_); }
+
+Statement::~Statement() {
+  if (stmt_) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+  int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
+  return *this;
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_->fail(rc, "run a statement");
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+bool Statement::column_is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+std::string Statement::column_text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  if (!p) return {};
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+WriteTransaction::WriteTransaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+WriteTransaction::~WriteTransaction() {
+  if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void WriteTransaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace magpie::store::detail

@@ -1,0 +1,292 @@
+#include "store/report_diff.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/statistics.hpp"
+#include "store/serving_requests.hpp"
+
+namespace magpie::store {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using stats::Verdict;
+
+namespace {
+
+// --- Serving ----------------------------------------------------------------
+
+struct ServingMetricSpec {
+  const char* name;
+  const char* unit;
+  bool higher_is_better;
+};
+
+// Output order of a serving diff; the statistics function fills values in this order.
+constexpr std::array<ServingMetricSpec, 14> kServingMetrics{{
+    {"request_throughput", "req/s", true},
+    {"output_throughput", "tok/s", true},
+    {"ttft_mean_ms", "ms", false},
+    {"ttft_median_ms", "ms", false},
+    {"ttft_p99_ms", "ms", false},
+    {"tpot_mean_ms", "ms", false},
+    {"tpot_median_ms", "ms", false},
+    {"tpot_p99_ms", "ms", false},
+    {"itl_mean_ms", "ms", false},
+    {"itl_median_ms", "ms", false},
+    {"itl_p99_ms", "ms", false},
+    {"e2el_mean_ms", "ms", false},
+    {"e2el_median_ms", "ms", false},
+    {"e2el_p99_ms", "ms", false},
+}};
+
+// A case prepared for resampling: each request with its share of the run's
+// duration, proportional to its own time (E2EL). In a closed-loop run the
+// duration is the clients' total request time over the concurrency, so a draw
+// of requests represents the duration sum(share) of the requests drawn.
+struct PreparedCase {
+  const ServingCase* c = nullptr;
+  std::vector<double> share_s;
+};
+
+PreparedCase prepare(const ServingCase& c) {
+  PreparedCase p{&c, std::vector<double>(c.requests.size(), 0.0)};
+  if (c.requests.empty() || !(c.duration_s > 0)) return p;
+  double total = 0;
+  for (const auto& r : c.requests) total += std::max(0.0, r.e2el_s);
+  for (size_t i = 0; i < c.requests.size(); ++i)
+    p.share_s[i] = total > 0 ? std::max(0.0, c.requests[i].e2el_s) / total * c.duration_s
+                             : c.duration_s / static_cast<double>(c.requests.size());
+  return p;
+}
+
+// mean, median, p99 in ms of `v` (reordered); zeros when empty, as vLLM reports.
+void put_stats(std::vector<double>& v, double* out) {
+  if (v.empty()) {
+    out[0] = out[1] = out[2] = 0;
+    return;
+  }
+  out[0] = stats::mean(v) * 1000;
+  out[1] = stats::percentile_select(v, 50) * 1000;
+  out[2] = stats::percentile_select(v, 99) * 1000;
+}
+
+stats::StatisticSide serving_side(const PreparedCase& p) {
+  struct Buffers {
+    std::vector<double> ttft, tpot, itl, e2el;
+  };
+  auto buf = std::make_shared<Buffers>();
+  return {p.c->requests.size(), [p, buf](std::span<const size_t> picks, std::span<double> out) {
+            auto& b = *buf;
+            b.ttft.clear();
+            b.tpot.clear();
+            b.itl.clear();
+            b.e2el.clear();
+            double duration = 0, completed = 0, tokens = 0;
+            for (size_t i : picks) {
+              const auto& r = p.c->requests[i];
+              duration += p.share_s[i];
+              if (!r.success) continue;
+              completed += 1;
+              // vLLM: usage.completion_tokens, else 1.
+              int64_t n = r.output_tokens > 0 ? r.output_tokens : 1;
+              tokens += static_cast<double>(n);
+              b.ttft.push_back(r.ttft_s);
+              b.e2el.push_back(r.e2el_s);
+              if (n > 1) b.tpot.push_back((r.e2el_s - r.ttft_s) / static_cast<double>(n - 1));
+              b.itl.insert(b.itl.end(), r.itl_s.begin(), r.itl_s.end());
+            }
+            out[0] = duration > 0 ? completed / duration : 0;
+            out[1] = duration > 0 ? tokens / duration : 0;
+            put_stats(b.ttft, &out[2]);
+            put_stats(b.tpot, &out[5]);
+            put_stats(b.itl, &out[8]);
+            put_stats(b.e2el, &out[11]);
+          }};
+}
+
+double delta_pct(double baseline, double candidate) {
+  return baseline != 0 ? (candidate - baseline) / baseline * 100 : 0;
+}
+
+// --- Kernels ----------------------------------------------------------------
+
+struct KernelEntry {
+  std::optional<double> median_us;
+  std::vector<double> round_medians_ns;
+  std::string stored_verdict;
+};
+
+// kernel id → entry, in report order.
+std::vector<std::pair<std::string, KernelEntry>> read_kernels(const fs::path& ws) {
+  std::error_code ec;
+  const bool is_compare = fs::is_regular_file(ws / "compare_report.json", ec);
+  const fs::path path = ws / (is_compare ? "compare_report.json" : "analyze_report.json");
+  json r;
+  try {
+    r = json::parse(read_file(path).view());
+  } catch (const json::exception& e) {
+    throw Error(ErrorKind::kBadFormat, fmt::format("not valid JSON: {}", e.what()), path.string());
+  }
+  std::vector<std::pair<std::string, KernelEntry>> out;
+  auto entry = [&](const std::string& id) -> KernelEntry& {
+    for (auto& [k, v] : out)
+      if (k == id) return v;
+    return out.emplace_back(id, KernelEntry{}).second;
+  };
+  for (const auto& row : r.value("summary", json::array())) {
+    std::string id = row.value("kernel_id", "");
+    if (id.empty()) continue;
+    auto& e = entry(id);
+    if (row.contains("performance_summary") && row["performance_summary"].contains("median_us"))
+      e.median_us = row["performance_summary"]["median_us"].get<double>();
+  }
+  const json* results = nullptr;
+  if (r.contains("results") && r["results"].is_array()) results = &r["results"];
+  if (r.contains("results") && r["results"].is_object() && r["results"].contains("kernel_results"))
+    results = &r["results"]["kernel_results"];
+  if (results) {
+    for (const auto& k : *results) {
+      std::string id = k.contains("extra") ? k["extra"].value("kernel_id", "") : "";
+      if (id.empty()) continue;
+      auto& e = entry(id);
+      const auto& perf = k.value("performance_result", json::object());
+      if (perf.contains("magpie_stats") && perf["magpie_stats"].contains("rounds"))
+        for (const auto& round : perf["magpie_stats"]["rounds"])
+          if (!round.value("probe", false) && round.contains("median_ns") && round["median_ns"].is_number())
+            e.round_medians_ns.push_back(round["median_ns"].get<double>());
+    }
+  }
+  if (r.contains("results") && r["results"].is_object())
+    for (const auto& v : r["results"].value("verdicts", json::array())) {
+      std::string id = v.value("kernel_id", "");
+      if (id.empty()) continue;
+      auto& e = entry(id);
+      if (v.value("role", "") == "baseline") e.stored_verdict = "BASELINE";
+      else if (v.contains("verdict")) e.stored_verdict = v["verdict"].get<std::string>();
+    }
+  return out;
+}
+
+}  // namespace
+
+WorkspaceKind diff_workspace_kind(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(dir / "benchmark_report.json", ec) || fs::is_regular_file(dir / "requests.jsonl", ec) ||
+      fs::is_regular_file(dir / "benchmark_serving_result.json", ec))
+    return WorkspaceKind::kServing;
+  if (fs::is_regular_file(dir / "compare_report.json", ec) || fs::is_regular_file(dir / "analyze_report.json", ec))
+    return WorkspaceKind::kKernels;
+  return WorkspaceKind::kOther;
+}
+
+std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const ServingCase& candidate,
+                                          const stats::VerdictSettings& settings) {
+  const PreparedCase pb = prepare(baseline), pc = prepare(candidate);
+  std::vector<stats::StatisticSpec> specs;
+  for (const auto& m : kServingMetrics) specs.push_back({m.higher_is_better});
+  auto est = stats::compare_statistics(serving_side(pb), serving_side(pc), specs, settings);
+  std::vector<MetricDiff> out;
+  for (size_t i = 0; i < kServingMetrics.size(); ++i) {
+    const auto& spec = kServingMetrics[i];
+    const auto& e = est[i];
+    MetricDiff d{spec.name, spec.unit, spec.higher_is_better, e.baseline, e.candidate,
+                 delta_pct(e.baseline, e.candidate), e.ratio, e.ci_low, e.ci_high, e.verdict, e.reason};
+    if (spec.higher_is_better && !(baseline.duration_s > 0 && candidate.duration_s > 0))
+      d.reason = "the run's duration is unknown: no throughput";
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings& settings) {
+  if (inputs.size() < 2) {
+    throw Error(ErrorKind::kUsage, fmt::format("a diff needs two or more workspaces, got {}", inputs.size()), "",
+                std::nullopt, "pass a baseline and one or more candidates: magpie results diff A B [C...]");
+  }
+  ReportDiff d;
+  d.settings = settings.verdict;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(in.workspace, ec)) {
+      throw Error(ErrorKind::kNotFound, "workspace not found (deleted or moved?)", in.workspace.string(),
+                  std::nullopt, "`magpie results list` shows which workspaces still exist");
+    }
+    std::string label = in.label.empty() ? in.workspace.filename().string() : in.label;
+    if (label.empty()) label = in.workspace.parent_path().filename().string();
+    d.inputs.push_back({label, in.workspace, diff_workspace_kind(in.workspace)});
+  }
+  const auto kind = d.inputs[0].kind;
+  for (const auto& w : d.inputs) {
+    if (w.kind != kind || w.kind == WorkspaceKind::kOther) {
+      throw Error(ErrorKind::kUsage,
+                  "workspaces of different kinds (or with no serving or kernel report) cannot be diffed",
+                  w.workspace.string(), std::nullopt,
+                  "diff serving benchmarks with serving benchmarks (benchmark_report.json), kernel compares with "
+                  "kernel compares (compare_report.json); op tables: --ops");
+    }
+  }
+  if (kind == WorkspaceKind::kServing) {
+    auto base_cases = load_serving_cases(d.inputs[0].workspace);
+    for (size_t i = 1; i < d.inputs.size(); ++i) {
+      auto cand_cases = load_serving_cases(d.inputs[i].workspace);
+      for (const auto& bc : base_cases) {
+        auto it = std::find_if(cand_cases.begin(), cand_cases.end(),
+                               [&](const ServingCase& c) { return c.label == bc.label; });
+        if (it == cand_cases.end() && base_cases.size() == 1 && cand_cases.size() == 1) it = cand_cases.begin();
+        if (it == cand_cases.end()) {
+          d.warnings.push_back(fmt::format("case '{}' of {} has no match in {}", bc.label, d.inputs[0].label,
+                                           d.inputs[i].label));
+          continue;
+        }
+        ServingCaseDiff cd{bc.label, d.inputs[0].label, d.inputs[i].label, bc.requests.size(), it->requests.size(),
+                           diff_serving_case(bc, *it, d.settings)};
+        d.serving.push_back(std::move(cd));
+      }
+    }
+    return d;
+  }
+  // Kernels.
+  d.settings = settings.kernel_verdict;
+  auto base = read_kernels(d.inputs[0].workspace);
+  for (size_t i = 1; i < d.inputs.size(); ++i) {
+    auto cand = read_kernels(d.inputs[i].workspace);
+    for (const auto& [id, be] : base) {
+      auto it = std::find_if(cand.begin(), cand.end(), [&](const auto& p) { return p.first == id; });
+      if (it == cand.end()) {
+        d.warnings.push_back(fmt::format("kernel '{}' of {} is not in {}", id, d.inputs[0].label, d.inputs[i].label));
+        continue;
+      }
+      const auto& ce = it->second;
+      KernelDiff k;
+      k.kernel_id = id;
+      k.baseline_label = d.inputs[0].label;
+      k.candidate_label = d.inputs[i].label;
+      k.baseline_median_us = be.median_us;
+      k.candidate_median_us = ce.median_us;
+      if (be.median_us && ce.median_us) k.delta_pct = delta_pct(*be.median_us, *ce.median_us);
+      auto e = stats::compare_samples(be.round_medians_ns, ce.round_medians_ns, d.settings);
+      k.ratio = e.speedup;
+      k.ci_low = e.ci_low;
+      k.ci_high = e.ci_high;
+      k.verdict = e.verdict;
+      k.reason = be.round_medians_ns.empty() || ce.round_medians_ns.empty()
+                     ? "no per-round medians in the report: no cross-run CI"
+                     : e.reason;
+      if (k.ratio == 0 && be.median_us && ce.median_us && *ce.median_us > 0)
+        k.ratio = k.ci_low = k.ci_high = *be.median_us / *ce.median_us;
+      k.stored_verdict = ce.stored_verdict;
+      d.kernels.push_back(std::move(k));
+    }
+  }
+  return d;
+}
+
+}  // namespace magpie::store

@@ -1,0 +1,181 @@
+#include "store/report_diff_writers.hpp"
+
+#include <fmt/format.h>
+
+#include "report/csv_writer.hpp"
+#include "report/text_table.hpp"
+
+namespace magpie::store {
+
+using nlohmann::json;
+using report::fixed;
+
+namespace {
+
+std::string number(double v) {
+  double a = std::abs(v);
+  return fixed(v, a >= 100 ? 1 : a >= 1 ? 2 : 4);
+}
+
+std::string signed_pct(double v) { return fmt::format("{:+.1f}%", v); }
+
+std::string opt_number(const std::optional<double>& v) { return v ? number(*v) : ""; }
+
+std::string ci_text(double lo, double hi) { return fmt::format("[{:.3f}, {:.3f}]", lo, hi); }
+
+std::string rule_text(const ReportDiff& d) {
+  return fmt::format("verdict: {:.0f}% bootstrap CI of the ratio (>1 = candidate better), {} resamples, seed {}; "
+                     "SAME inside ±{:.1f}%, FASTER/SLOWER beyond it, else AMBIGUOUS",
+                     d.settings.confidence * 100, d.settings.resamples, d.settings.seed, d.settings.threshold * 100);
+}
+
+}  // namespace
+
+std::optional<DiffFormat> diff_format_from_string(std::string_view text) {
+  if (text == "table") return DiffFormat::kTable;
+  if (text == "csv") return DiffFormat::kCsv;
+  if (text == "json") return DiffFormat::kJson;
+  return std::nullopt;
+}
+
+std::string diff_table(const ReportDiff& d) {
+  std::string out;
+  out += fmt::format("Baseline: {} ({})\n", d.inputs[0].label, d.inputs[0].workspace.string());
+  for (size_t i = 1; i < d.inputs.size(); ++i)
+    out += fmt::format("Candidate: {} ({})\n", d.inputs[i].label, d.inputs[i].workspace.string());
+  for (const auto& c : d.serving) {
+    out += fmt::format("\n{} vs {}{} ({} vs {} requests)\n", c.candidate_label, c.baseline_label,
+                       c.case_label.empty() ? "" : ", case " + c.case_label, c.candidate_requests,
+                       c.baseline_requests);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : c.metrics)
+      rows.push_back({m.metric, m.unit, number(m.baseline), number(m.candidate), signed_pct(m.delta_pct),
+                      fixed(m.ratio, 3), ci_text(m.ci_low, m.ci_high), stats::to_string(m.verdict)});
+    out += report::render_text_table({{"Metric"},
+                                      {"Unit"},
+                                      {"Baseline", true},
+                                      {"Candidate", true},
+                                      {"Delta", true},
+                                      {"Ratio", true},
+                                      {"CI", true},
+                                      {"Verdict"}},
+                                     rows);
+  }
+  if (!d.kernels.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& k : d.kernels)
+      rows.push_back({k.kernel_id, k.candidate_label, opt_number(k.baseline_median_us),
+                      opt_number(k.candidate_median_us), signed_pct(k.delta_pct), fixed(k.ratio, 3),
+                      ci_text(k.ci_low, k.ci_high), stats::to_string(k.verdict), k.stored_verdict});
+    out += "\n";
+    out += report::render_text_table({{"Kernel", false, 40},
+                                      {"Candidate", false, 30},
+                                      {"Base median us", true},
+                                      {"Cand median us", true},
+                                      {"Delta", true},
+                                      {"Speedup", true},
+                                      {"CI", true},
+                                      {"Verdict"},
+                                      {"Stored verdict"}},
+                                     rows);
+  }
+  out += "\n" + rule_text(d) + "\n";
+  for (const auto& w : d.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+std::string diff_csv(const ReportDiff& d) {
+  report::CsvWriter csv;
+  if (!d.serving.empty()) {
+    csv.row({"case", "baseline", "candidate", "metric", "unit", "higher_is_better", "baseline_value",
+             "candidate_value", "delta_pct", "ratio", "ci_low", "ci_high", "verdict", "reason"});
+    for (const auto& c : d.serving)
+      for (const auto& m : c.metrics)
+        csv.row({c.case_label, c.baseline_label, c.candidate_label, m.metric, m.unit,
+                 m.higher_is_better ? "true" : "false", fmt::format("{}", m.baseline), fmt::format("{}", m.candidate),
+                 fixed(m.delta_pct, 3), fixed(m.ratio, 5), fixed(m.ci_low, 5), fixed(m.ci_high, 5),
+                 stats::to_string(m.verdict), m.reason});
+  } else {
+    csv.row({"kernel_id", "baseline", "candidate", "baseline_median_us", "candidate_median_us", "delta_pct",
+             "speedup", "ci_low", "ci_high", "verdict", "reason", "stored_verdict"});
+    for (const auto& k : d.kernels)
+      csv.row({k.kernel_id, k.baseline_label, k.candidate_label,
+               k.baseline_median_us ? fmt::format("{}", *k.baseline_median_us) : "",
+               k.candidate_median_us ? fmt::format("{}", *k.candidate_median_us) : "", fixed(k.delta_pct, 3),
+               fixed(k.ratio, 5), fixed(k.ci_low, 5), fixed(k.ci_high, 5), stats::to_string(k.verdict), k.reason,
+               k.stored_verdict});
+  }
+  return csv.str();
+}
+
+json diff_json(const ReportDiff& d) {
+  json inputs = json::array();
+  for (size_t i = 0; i < d.inputs.size(); ++i)
+    inputs.push_back({{"label", d.inputs[i].label},
+                      {"workspace", d.inputs[i].workspace.string()},
+                      {"role", i == 0 ? "baseline" : "candidate"},
+                      {"kind", d.inputs[i].kind == WorkspaceKind::kServing   ? "serving"
+                               : d.inputs[i].kind == WorkspaceKind::kKernels ? "kernels"
+                                                                             : "other"}});
+  json serving = json::array();
+  for (const auto& c : d.serving) {
+    json metrics = json::array();
+    for (const auto& m : c.metrics)
+      metrics.push_back({{"metric", m.metric},
+                         {"unit", m.unit},
+                         {"higher_is_better", m.higher_is_better},
+                         {"baseline", m.baseline},
+                         {"candidate", m.candidate},
+                         {"delta_pct", m.delta_pct},
+                         {"ratio", m.ratio},
+                         {"ci_low", m.ci_low},
+                         {"ci_high", m.ci_high},
+                         {"verdict", stats::to_string(m.verdict)},
+                         {"reason", m.reason}});
+    serving.push_back({{"case", c.case_label},
+                       {"baseline", c.baseline_label},
+                       {"candidate", c.candidate_label},
+                       {"baseline_requests", c.baseline_requests},
+                       {"candidate_requests", c.candidate_requests},
+                       {"metrics", metrics}});
+  }
+  json kernels = json::array();
+  for (const auto& k : d.kernels)
+    kernels.push_back({{"kernel_id", k.kernel_id},
+                       {"baseline", k.baseline_label},
+                       {"candidate", k.candidate_label},
+                       {"baseline_median_us", k.baseline_median_us ? json(*k.baseline_median_us) : json(nullptr)},
+                       {"candidate_median_us", k.candidate_median_us ? json(*k.candidate_median_us) : json(nullptr)},
+                       {"delta_pct", k.delta_pct},
+                       {"speedup", k.ratio},
+                       {"ci_low", k.ci_low},
+                       {"ci_high", k.ci_high},
+                       {"verdict", stats::to_string(k.verdict)},
+                       {"reason", k.reason},
+                       {"stored_verdict", k.stored_verdict.empty() ? json(nullptr) : json(k.stored_verdict)}});
+  return {{"inputs", inputs},
+          {"verdict_rule",
+           {{"threshold", d.settings.threshold},
+            {"confidence", d.settings.confidence},
+            {"bootstrap_resamples", d.settings.resamples},
+            {"seed", d.settings.seed},
+            {"min_samples", d.settings.min_samples},
+            {"ratio", "oriented: > 1 means the candidate is better"},
+            {"bootstrap", d.serving.empty() ? "per-round medians of each kernel"
+                                            : "requests resampled with replacement; throughput over the drawn "
+                                              "requests' E2EL-proportional shares of the duration"}}},
+          {"serving", serving},
+          {"kernels", kernels},
+          {"warnings", d.warnings}};
+}
+
+std::string write_diff(const ReportDiff& d, DiffFormat format) {
+  switch (format) {
+    case DiffFormat::kTable: return diff_table(d);
+    case DiffFormat::kCsv: return diff_csv(d);
+    case DiffFormat::kJson: return diff_json(d).dump(2) + "\n";
+  }
+  return diff_table(d);
+}
+
+}  // namespace magpie::store

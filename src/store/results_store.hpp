@@ -1,0 +1,116 @@
+#pragma once
+// The results store: one SQLite file (WAL, busy timeout, versioned schema) that
+// records every analyze, compare, benchmark, gap analysis and TraceLens run, from
+// the CLI or the MCP server, so an agent can find, list and diff past runs.
+//
+// Default location ~/.magpie/results.db, or $MAGPIE_RESULTS_DB. Several
+// processes and threads may record at once: writes are short IMMEDIATE
+// transactions that wait on the busy timeout, never interleave. A run is a row
+// in kRunning from begin() until finish(); a process killed in between leaves
+// the row in kRunning, and the next open() on the same host marks it kIncomplete.
+// docs/RESULTS.md has the schema and the commands.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace magpie::store {
+
+enum class RunKind { kAnalyze, kCompare, kBenchmark, kGapAnalysis, kTraceLens };
+enum class RunStatus { kRunning, kSucceeded, kFailed, kCancelled, kIncomplete };
+
+// "analyze", "compare", "benchmark", "gap_analysis", "tracelens".
+std::string_view to_string(RunKind kind);
+// "running", "succeeded", "failed", "cancelled", "incomplete".
+std::string_view to_string(RunStatus status);
+std::optional<RunKind> run_kind_from_string(std::string_view text);
+std::optional<RunStatus> run_status_from_string(std::string_view text);
+
+struct RunStart {
+  RunKind kind = RunKind::kBenchmark;
+  std::string face = "cli";  // cli | mcp
+  std::string command_line;
+  std::string config_hash;  // e.g. hash_config(config_yaml) (run_environment.hpp)
+  std::string workspace;
+  std::string gpu;
+  std::string working_dir;  // the git commit is looked up from here
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  RunKind kind = RunKind::kBenchmark;
+  RunStatus status = RunStatus::kRunning;
+  std::string face, command_line, config_hash, git_commit, gpu, workspace, error;
+  std::string started_at, finished_at;  // ISO-8601 UTC; finished_at empty while running
+  int64_t pid = 0;
+  std::string host;
+  std::map<std::string, double> metrics;
+  bool workspace_exists = true;  // filled from disk when read; a deleted workspace is kept, marked missing
+};
+
+struct RunFilter {
+  std::optional<RunKind> kind;
+  std::optional<RunStatus> status;
+  size_t limit = 20;  // 0 = no limit
+};
+
+class ResultsStore {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // $MAGPIE_RESULTS_DB, or ~/.magpie/results.db ($HOME, else the passwd entry).
+  static std::filesystem::path default_path();
+  // Creates the parent directories and the schema (migrating an older one);
+  // marks kRunning rows whose process is gone from this host as kIncomplete.
+  // Throws magpie::Error naming the path on failure.
+  static ResultsStore open(const std::filesystem::path& path);
+
+  ResultsStore(ResultsStore&&) noexcept;
+  ResultsStore& operator=(ResultsStore&&) noexcept;
+  ~ResultsStore();
+
+  // Records a run in kRunning (with this process's pid and host, the time, and
+  // the git commit of start.working_dir); returns its id.
+  int64_t begin(const RunStart& start);
+  // Sets the final status, finished time, metrics (replacing any) and error.
+  // Throws Error(kNotFound) for an unknown id.
+  void finish(int64_t id, RunStatus status, const std::map<std::string, double>& metrics,
+              const std::string& error = "");
+  // Sets the workspace (and the GPU, when not empty) of a run begun before its
+  // workspace existed. Throws Error(kNotFound) for an unknown id.
+  void update_workspace(int64_t id, const std::filesystem::path& workspace, const std::string& gpu = "");
+
+  // Newest first.
+  std::vector<RunRecord> list(const RunFilter& filter) const;
+  std::optional<RunRecord> get(int64_t id) const;
+  // The newest run whose workspace is `workspace` (compared as absolute, normalised paths).
+  std::optional<RunRecord> find_by_workspace(const std::filesystem::path& workspace) const;
+
+  // Indexes existing workspaces under `dir` (and `dir` itself if it is one):
+  // analyze_*, compare_*, benchmark_* folders, gap_analysis/ and tracelens/
+  // folders, read from their report files. Skips workspaces already indexed;
+  // returns how many were added. Throws Error(kNotFound) if `dir` does not exist.
+  size_t import_workspaces(const std::filesystem::path& dir);
+  // Records one already-finished run as it is (import's building block); with
+  // `unless_indexed`, atomically skips it (nullopt) when its workspace is known.
+  std::optional<int64_t> insert_finished(const RunRecord& record, bool unless_indexed = false);
+
+  // Marks kRunning rows of dead processes on this host kIncomplete; returns how many.
+  size_t reap_incomplete();
+
+  const std::filesystem::path& path() const;
+
+ private:
+  struct Impl;
+  explicit ResultsStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Absolute, lexically normalised, without a trailing slash: how workspaces are keyed.
+std::string normalize_workspace(const std::filesystem::path& path);
+
+}  // namespace magpie::store
