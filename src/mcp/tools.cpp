@@ -1,7 +1,9 @@
 #include "mcp/tools.hpp"
 
 #include "analysis/gpu_arch.hpp"
+#include "core/error.hpp"
 #include "kernel/gpu_info.hpp"
+#include "kernel/gpu_settings.hpp"
 #include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
 
@@ -84,12 +86,62 @@ Tool hardware_spec_tool() {
   return t;
 }
 
+Tool configure_gpu_tool() {
+  Tool t;
+  t.name = "configure_gpu";
+  t.title = "Set GPU power limit and clocks";
+  t.description =
+      "Sets the power limit and locks graphics/memory clocks on NVIDIA GPUs through nvidia-smi "
+      "(needs root), or resets them. All or nothing: if one change fails, the ones already made "
+      "are undone. On a machine without an NVIDIA GPU it fails saying so.";
+  t.input_schema = s::input(
+      {{"device_ids", s::array(s::integer("", 0), "GPU indices (default: all)")},
+       {"power_limit_watts", s::number("Power limit in watts", 1)},
+       {"gpu_clock_mhz", s::integer("Lock graphics clocks to this frequency", 1)},
+       {"mem_clock_mhz", s::integer("Lock memory clocks to this frequency", 1)},
+       {"reset", s::with_default(s::boolean("Unlock clocks and restore the default power limit"), false)}});
+  json step = s::object({{"device", s::integer("")},
+                         {"setting", s::string("")},
+                         {"command", s::string("")},
+                         {"ok", s::boolean("")},
+                         {"output", s::string("")},
+                         {"rolled_back", s::boolean("")}},
+                        {"device", "setting", "ok"});
+  t.output_schema = s::object({{"applied", s::boolean("every change was made")},
+                               {"rolled_back", s::boolean("a change failed and earlier ones were undone")},
+                               {"devices", s::array(s::integer(""), "")},
+                               {"steps", s::array(step, "")},
+                               {"error", s::string("")}},
+                              {"applied", "rolled_back", "steps"});
+  t.handler = [](const ToolCall& call) {
+    kernel::GpuSettingsRequest req;
+    req.device_ids = arg<std::vector<int>>(call, "device_ids", {});
+    if (has_arg(call, "power_limit_watts")) req.power_limit_watts = arg<double>(call, "power_limit_watts", 0);
+    if (has_arg(call, "gpu_clock_mhz")) req.gpu_clock_mhz = arg<int>(call, "gpu_clock_mhz", 0);
+    if (has_arg(call, "mem_clock_mhz")) req.mem_clock_mhz = arg<int>(call, "mem_clock_mhz", 0);
+    req.reset = arg<bool>(call, "reset", false);
+    kernel::GpuSettingsOutcome o = kernel::configure_gpus(req);
+    json steps = json::array();
+    for (const auto& st : o.steps)
+      steps.push_back({{"device", st.device}, {"setting", st.setting}, {"command", st.command},
+                       {"ok", st.ok}, {"output", st.output}, {"rolled_back", st.rolled_back}});
+    json out = {{"applied", o.applied}, {"rolled_back", o.rolled_back}, {"devices", o.devices},
+                {"steps", std::move(steps)}};
+    if (!o.error.empty()) out["error"] = o.error;
+    // A refused change is the call failing: say so as an error the agent sees.
+    if (!o.applied) throw Error(ErrorKind::kUsage, o.error + (o.rolled_back ? "; earlier changes were undone" : ""));
+    return ToolOutput{out, {}};
+  };
+  return t;
+}
+
 }  // namespace detail
 
 ToolRegistry magpie_tools() {
   using namespace detail;
   ToolRegistry r;
   r.add(hardware_spec_tool());
+  r.add(configure_gpu_tool());
   r.add(list_benchmark_images_tool());
   r.add(list_benchmark_results_tool());
   r.add(get_benchmark_result_tool());
