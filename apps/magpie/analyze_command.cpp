@@ -5,14 +5,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_context.hpp"
 #include "core/error.hpp"
-#include "core/file_io.hpp"
-#include "kernel/evaluator.hpp"
-#include "kernel/markdown_table.hpp"
-#include "kernel/performance_rounds.hpp"
-#include "kernel/ranking.hpp"
-#include "kernel/report_json.hpp"
-#include "kernel/workspace.hpp"
+#include "jobs/kernel_jobs.hpp"
 
 namespace magpie::app {
 
@@ -67,120 +62,35 @@ void AnalyzeCommand::register_with(CLI::App& app) {
   add_common(compare_, compare_flags_, true);
 }
 
-KernelConfig AnalyzeCommand::build_config(const Flags& f, bool compare, const VarLookup& lookup) const {
-  KernelConfig cfg;
-  if (!f.kernel_config.empty()) cfg = load_kernel_config(f.kernel_config, lookup);
-  KernelType type = parse_kernel_type(f.type);
-  for (size_t i = 0; i < f.files.size(); ++i) {
-    fs::path p = fs::absolute(f.files[i]).lexically_normal();
-    if (!fs::exists(p)) {
-      throw Error(ErrorKind::kNotFound, "kernel file not found", p.string(), std::nullopt, "check the path");
-    }
-    KernelSpec k;
-    k.id = compare ? fmt::format("kernel_{}_{}", i, p.stem().string()) : p.stem().string();
-    k.type = type;
-    k.source_files = {p};
-    k.working_dir = p.parent_path();
-    cfg.kernels.push_back(std::move(k));
-  }
-  for (auto& k : cfg.kernels) {
-    if (k.testcase_command.empty() && !f.testcase.empty()) k.testcase_command = {split_command(f.testcase)};
-    if (k.compile_command.empty() && !f.compile_cmd.empty()) k.compile_command = {split_command(f.compile_cmd)};
-    if (k.bench_target.empty() && is_python_type(k.type)) k.bench_target = cfg.latency.bench_target;
-  }
-  if (f.rounds > 0) cfg.performance.rounds = f.rounds;
-  if (f.threshold >= 0) cfg.performance.threshold = f.threshold;
-  if (f.ncu) cfg.performance.ncu_pass = true;
-  if (!f.cupti_kind.empty()) cfg.performance.cupti_kind = f.cupti_kind;
-  if (!f.kernel_filter.empty()) cfg.latency.kernel_filter = f.kernel_filter;
-  cfg.latency.method = f.latency_method;
-  if (f.latency_method == "none") cfg.latency.enabled = false;
-  return cfg;
-}
-
 int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
-  const char* mode = compare ? "compare" : "analyze";
-  if (!f.kernel_config.empty() && !f.files.empty()) {
-    throw Error(ErrorKind::kUsage, "give kernel files or --kernel-config, not both", "", std::nullopt,
-                fmt::format("e.g. magpie {} -k kernel.yaml", mode));
-  }
-  if (!compare && f.kernel_config.empty() && f.testcase.empty() && !f.files.empty()) {
-    std::cerr << "error: --testcase is required for analyze mode\n";
-    return 1;
-  }
-  GpuInfo gpu = detect_gpu();
-  KernelConfig cfg = build_config(f, compare, magpie_lookup(gpu, {}));
-  for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
-  if (cfg.kernels.empty()) {
-    std::cerr << fmt::format("error: no kernels given: pass kernel files or -k kernel.yaml (magpie {} --help)\n", mode);
-    return 1;
-  }
-  if (compare && cfg.kernels.size() < 2) {
-    std::cerr << "error: compare needs at least 2 kernels\n";
-    return 1;
-  }
-  if (compare && f.baseline >= cfg.kernels.size()) {
-    throw Error(ErrorKind::kUsage, fmt::format("--baseline {} is out of range (0..{})", f.baseline, cfg.kernels.size() - 1));
-  }
-
-  EvaluatorOptions opt;
-  opt.performance = cfg.performance;
-  opt.correctness = cfg.correctness;
-  opt.latency = cfg.latency;
-  opt.check_performance = !f.no_perf;
-  opt.check_latency = !f.no_latency && cfg.latency.enabled;
-  opt.gpu = gpu;
-  opt.python_dir = default_python_dir();
-  opt.cupti_lib = opt.gpu.vendor == "NVIDIA" ? default_cupti_lib() : fs::path{};
-  opt.verbose = verbose;
-  std::string stamp = local_timestamp();
-  std::string name = compare ? fmt::format("compare_{}", stamp) : fmt::format("analyze_{}_{}", cfg.kernels.front().id, stamp);
-  opt.workspace = make_workspace(f.output_dir, name);
-  if (compare) opt.baseline = &cfg.kernels[f.baseline];
-  if (verbose) {
-    std::cerr << fmt::format("gpu: {} ({}); cupti: {}; python harness: {}\n", opt.gpu.name.empty() ? "none" : opt.gpu.name,
-                             opt.gpu.arch, opt.cupti_lib.empty() ? "none" : opt.cupti_lib.string(),
-                             opt.python_dir.string());
-  }
-  Evaluator ev(opt);
-  std::vector<Evaluation> evals(cfg.kernels.size());
-  for (size_t i = 0; i < evals.size(); ++i) {
-    evals[i].index = i;
-    evals[i].spec = cfg.kernels[i];
-    if (verbose) std::cerr << fmt::format("[{}] compile + correctness\n", evals[i].spec.id);
-    ev.prepare(evals[i]);
-  }
-  CuptiChoice cupti = run_performance_rounds(ev, evals);
-  for (auto& e : evals) ev.finish(e);
-
-  int exit_code = 0;
-  for (const auto& e : evals) {
-    if (!e.correct()) exit_code = 1;
-  }
-  std::string iso = iso_timestamp();
-  if (compare) {
-    VerdictSettings vs{cfg.performance.threshold, cfg.performance.bootstrap_resamples, cfg.performance.bootstrap_seed,
-                       cfg.performance.confidence};
-    Ranking ranking = rank_evaluations(evals, f.baseline, vs);
-    write_file_atomic(opt.workspace / "compare_report.json", compare_report(evals, ranking, vs, cupti, iso).dump(2));
-    std::cout << markdown_table(evals, &ranking) << "\n" << ranking.summary << "\n";
-    if (f.fail_on_regression && ranking.any_regression) {
-      std::cerr << "error: a candidate is SLOWER than the baseline (--fail-on-regression)\n";
-      exit_code = 1;
-    }
-  } else {
-    write_file_atomic(opt.workspace / "analyze_report.json", analyze_report(evals, iso).dump(2));
-    std::cout << markdown_table(evals);
-  }
-  if (!cupti.kind.empty()) std::cout << "note: " << describe(cupti) << "\n";
-  for (const auto& e : evals) {
-    for (const auto& n : e.correctness.notes) std::cout << fmt::format("note: {}: {}\n", e.spec.id, n);
-    for (const auto& err : e.errors) {
-      std::cerr << fmt::format("{}: {}\n", e.spec.id, err.substr(0, err.find('\n')));
-    }
-  }
-  std::cout << "Workspace: " << opt.workspace.string() << "\n";
-  return exit_code;
+  jobs::KernelEvaluationRequest r;
+  r.compare = compare;
+  r.sources.files = f.files;
+  r.sources.kernel_config = f.kernel_config;
+  r.sources.type = f.type;
+  if (!f.testcase.empty()) r.sources.testcases = {f.testcase};
+  r.sources.compile_command = f.compile_cmd;
+  r.overrides.rounds = f.rounds;
+  r.overrides.threshold = f.threshold;
+  r.overrides.ncu = f.ncu;
+  r.overrides.kernel_filter = f.kernel_filter;
+  r.overrides.cupti_kind = f.cupti_kind;
+  r.overrides.latency_method = f.latency_method;
+  r.baseline = f.baseline;
+  r.check_performance = !f.no_perf;
+  r.check_latency = !f.no_latency;
+  r.fail_on_regression = f.fail_on_regression;
+  r.output_dir = f.output_dir;
+  r.verbose = verbose;
+  jobs::JobContext context = command_context(verbose);
+  // Ctrl-C kills the running step's process group; what was measured is reported.
+  context.cancel = &interrupt_flag();
+  InterruptScope interrupts;
+  const jobs::KernelEvaluationOutcome outcome = jobs::evaluate_kernels(r, context);
+  for (const auto& w : outcome.warnings) std::cerr << "warning: " << w << "\n";
+  std::cout << jobs::console_text(outcome);
+  std::cerr << jobs::error_text(outcome);
+  return outcome.exit_code();
 }
 
 int AnalyzeCommand::run(bool verbose) {

@@ -37,7 +37,6 @@ class AnalyzeCommand {
     std::string cupti_kind;  // "" = from the YAML (default auto)
   };
   void add_common(CLI::App* sub, Flags& f, bool compare);
-  kernel::KernelConfig build_config(const Flags& f, bool compare, const kernel::VarLookup& lookup) const;
   int run_mode(Flags& f, bool compare, bool verbose);
 
   CLI::App* analyze_ = nullptr;

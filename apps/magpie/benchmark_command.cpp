@@ -6,9 +6,9 @@
 #include <chrono>
 #include <iostream>
 
-#include "analysis/gap_analysis_report.hpp"
-#include "analysis/gap_analysis_run.hpp"
+#include "command_context.hpp"
 #include "core/error.hpp"
+#include "jobs/trace_jobs.hpp"
 
 namespace magpie::app {
 
@@ -61,39 +61,28 @@ int BenchmarkCommand::run(bool verbose) {
 }
 
 int BenchmarkCommand::run_gap_analysis(bool verbose) {
-  if (start_pct_ >= end_pct_) {
-    throw Error(ErrorKind::kUsage,
-                fmt::format("--start-pct ({}) must be below --end-pct ({})", start_pct_, end_pct_));
-  }
-  if (find_kernel_sources_ && kernel_source_repos_.empty()) {
-    throw Error(ErrorKind::kUsage, "--find-kernel-sources needs --kernel-source-repos PATH...", "",
-                std::nullopt, "pass local checkouts, e.g. --kernel-source-repos ~/src/vllm");
-  }
   auto t0 = std::chrono::steady_clock::now();
-  analysis::GapAnalysisRunOptions options;
-  options.config.top_k = top_k_;
-  options.config.start_pct = start_pct_;
-  options.config.end_pct = end_pct_;
-  options.config.min_duration_us = min_duration_us_;
-  options.config.categories = categories_;
-  options.config.ignore_categories = ignore_categories_;
-  options.ingest.include_python_functions = include_python_;
-  options.ingest.threads = threads_;
-  bool show_progress = verbose || ::isatty(STDERR_FILENO);
-  if (show_progress) options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-
-  auto result = analysis::run_gap_analysis(trace_dir_, options);
-  for (const auto& w : result.warnings) std::cerr << "warning: " << w << "\n";
-  for (const auto& r : result.ranks)
-    for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
-  for (const auto& s : result.skipped) std::cerr << "warning: skipped " << s.reason << "\n";
-
-  analysis::SourceSearchOptions sources;
-  sources.enabled = find_kernel_sources_;
-  for (const auto& r : kernel_source_repos_) sources.repos.emplace_back(r);
-  auto files = analysis::write_gap_reports(result, std::filesystem::path(output_dir_) / "gap_analysis",
-                                           no_rank_csv_, sources);
-  std::cout << analysis::gap_console_summary(result, files);
+  jobs::GapAnalysisRequest r;
+  r.trace_dir = trace_dir_;
+  r.config.top_k = top_k_;
+  r.config.start_pct = start_pct_;
+  r.config.end_pct = end_pct_;
+  r.config.min_duration_us = min_duration_us_;
+  r.config.categories = categories_;
+  r.config.ignore_categories = ignore_categories_;
+  r.ingest.include_python_functions = include_python_;
+  r.ingest.threads = threads_;
+  r.rank_csv = !no_rank_csv_;
+  r.sources.enabled = find_kernel_sources_;
+  for (const auto& repo : kernel_source_repos_) r.sources.repos.emplace_back(repo);
+  r.output_dir = output_dir_;
+  jobs::JobContext context = command_context(verbose);
+  if (context.console || verbose) {
+    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
+  }
+  const jobs::GapAnalysisOutcome outcome = jobs::run_gap_analysis(r, context);
+  for (const auto& w : jobs::warnings(outcome)) std::cerr << "warning: " << w << "\n";
+  std::cout << jobs::console_text(outcome);
   if (verbose) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cerr << fmt::format("done in {:.2f} s\n", s);

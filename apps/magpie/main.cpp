@@ -7,6 +7,7 @@
 
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
+#include "command_context.hpp"
 #include "mcp_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
 
+  magpie::app::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,27 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <iostream>
 
+#include "command_context.hpp"
 #include "core/error.hpp"
-#include "serve/benchmark_report.hpp"
-#include "serve/benchmark_runner.hpp"
+#include "jobs/serve_jobs.hpp"
 
 namespace magpie::app {
-
-namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_sigint(int) {
-  g_interrupted.store(true);
-  // A second Ctrl-C ends the process at once.
-  std::signal(SIGINT, SIG_DFL);
-}
-
-}  // namespace
 
 template <class T>
 CLI::Option* ServeOptions::add(CLI::App* sub, const char* name, T& value, const char* help,
@@ -171,23 +157,13 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   serve::BenchmarkConfig config =
       from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
   serve::apply_flags(config, flags, from_yaml);
-  try {
-    serve::validate(config);
-  } catch (const Error& e) {
-    // Magpie exits 1 when neither a YAML nor framework+model is given.
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
   for (const auto& w : config.warnings) std::cerr << "warning: " << w << "\n";
-  g_interrupted.store(false);
-  auto previous = std::signal(SIGINT, on_sigint);
-  serve::RunContext ctx;
-  ctx.progress = verbose || ::isatty(STDERR_FILENO);
-  ctx.verbose = verbose;
-  ctx.stop = &g_interrupted;
-  auto outcome = serve::run_benchmark(config, ctx);
-  std::signal(SIGINT, previous);
-  std::cout << serve::summary_text(outcome.report);
+  jobs::JobContext context = command_context(verbose);
+  context.console = context.console || verbose;
+  context.cancel = &interrupt_flag();
+  InterruptScope interrupts;
+  const jobs::ServingBenchmarkOutcome outcome = jobs::run_serving_benchmark(config, context);
+  std::cout << jobs::console_text(outcome);
   return outcome.success ? 0 : 1;
 }
 

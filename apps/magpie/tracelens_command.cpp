@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "analysis/tracelens_report.hpp"
+#include "command_context.hpp"
+#include "jobs/trace_jobs.hpp"
 #include "core/error.hpp"
 
 namespace magpie::app {
@@ -80,35 +82,15 @@ int TraceLensCommand::run(bool verbose) {
   o.output_dir = output_dir_;
   o.ingest.include_python_functions = include_python_;
   o.ingest.threads = threads_;
-  if (verbose || ::isatty(STDERR_FILENO)) {
-    o.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  jobs::JobContext context = command_context(verbose);
+  if (context.console || verbose) {
+    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
   }
-
-  const nlohmann::json m = analysis::run_tracelens(o);
-  for (const auto& w : m["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
-  for (const auto& e : m["errors"]) std::cerr << "error: " << e.get<std::string>() << "\n";
-  if (m.contains("stage_results")) {
-    std::cout << fmt::format("TraceLens report ({} mode, split: {}, GPU: {})\n", o.mode,
-                             m.value("split_method", std::string()),
-                             m["gpu_arch_platform"].is_string()
-                                 ? m["gpu_arch_platform"].get<std::string>()
-                                 : std::string("unknown"));
-    for (const auto& [stage, r] : m["stage_results"].items()) {
-      const auto& p = r["phase_pick"];
-      std::cout << fmt::format("  {:<14} batch {:g}, {} GPU events, {:.1f} us busy -> {}\n", stage,
-                               p["batch_size"].get<double>(), p["num_gpu_events"].get<size_t>(),
-                               p["gpu_busy_duration"].get<double>(),
-                               r["simple_summary_file"].get<std::string>());
-    }
-    if (m.contains("graph_attribution")) {
-      const auto& g = m["graph_attribution"];
-      std::cout << fmt::format("  graph kernels attributed: {} of {} ({:.1f}%)\n",
-                               g["attributed_kernels"].get<size_t>(),
-                               g["graph_kernels"].get<size_t>(), g["coverage_pct"].get<double>());
-    }
-  }
-  std::cout << "Output: " << (std::filesystem::path(output_dir_) / "tracelens").string() << "\n";
-  return m["errors"].empty() ? 0 : 1;
+  const jobs::TraceLensOutcome outcome = jobs::run_tracelens(o, context);
+  for (const auto& w : outcome.result.warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& e : outcome.result.errors) std::cerr << "error: " << e << "\n";
+  std::cout << jobs::console_text(outcome);
+  return outcome.result.errors.empty() ? 0 : 1;
 }
 
 }  // namespace magpie::app

@@ -103,7 +103,7 @@ ArchChoice choose_arch(const TraceLensOptions& o, const trace::Trace& t) {
 }
 
 // What the stage reports could not do, and how to get it.
-void input_warnings(const trace::Trace& t, json& warnings) {
+void input_warnings(const trace::Trace& t, std::vector<std::string>& warnings) {
   size_t ops = 0, with_shapes = 0;
   std::set<std::string> other_annotations;
   for (size_t r = 0; r < t.events.size(); ++r) {
@@ -123,24 +123,41 @@ void input_warnings(const trace::Trace& t, json& warnings) {
   }
 }
 
-json pick_json(const Iteration& it, const StagePick& p, const std::string& trace_path) {
+TraceLensPhasePick make_pick(const Iteration& it, const StagePick& p, const std::string& trace_path) {
+  TraceLensPhasePick pick;
+  pick.stage = p.stage;
+  pick.batch_size = it.step.batch_size;
+  pick.trace_path = trace_path;
+  pick.num_gpu_events = it.gpu_rows.size();
+  pick.gpu_duration_us = it.gpu_duration_us;
+  pick.gpu_busy_us = it.gpu_busy_us;
+  pick.selection_reason = p.selection_reason;
+  pick.candidates = p.candidates;
+  pick.marker = it.marker;
+  pick.stage_source = it.stage_source;
+  pick.start_ns = it.start_ns;
+  pick.end_ns = it.end_ns;
+  return pick;
+}
+
+json pick_json(const TraceLensPhasePick& p) {
   return {{"stage", std::string(to_string(p.stage))},
           {"output_label", std::string(output_label(p.stage))},
-          {"batch_size", it.step.batch_size},
-          {"trace_path", trace_path},
-          {"num_gpu_events", it.gpu_rows.size()},
-          {"gpu_duration", it.gpu_duration_us},
-          {"gpu_busy_duration", it.gpu_busy_us},
+          {"batch_size", p.batch_size},
+          {"trace_path", p.trace_path},
+          {"num_gpu_events", p.num_gpu_events},
+          {"gpu_duration", p.gpu_duration_us},
+          {"gpu_busy_duration", p.gpu_busy_us},
           {"selection_reason", p.selection_reason},
           {"candidates", p.candidates},
-          {"marker", it.marker},
-          {"stage_source", it.stage_source},
-          {"window_ns", {it.start_ns, it.end_ns}}};
+          {"marker", p.marker},
+          {"stage_source", p.stage_source},
+          {"window_ns", {p.start_ns, p.end_ns}}};
 }
 
 // Writes one report's tables into `dir`; returns the files written.
 std::vector<std::string> write_tables(const StageTables& tables, const fs::path& dir,
-                                      const TraceLensOptions& o, json& errors) {
+                                      const TraceLensOptions& o, std::vector<std::string>& errors) {
   fs::create_directories(dir);
   std::vector<std::string> files;
   if (o.write_csv) {
@@ -180,32 +197,26 @@ Loaded load(const fs::path& path, const TraceLensOptions& o) {
   return l;
 }
 
-json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
+TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_root) {
   const auto t_start = std::chrono::steady_clock::now();
-  json m = {{"enabled", true},
-            {"analysis_mode", "inference"},
-            {"output_files", json::array()},
-            {"errors", json::array()},
-            {"warnings", json::array()},
-            {"stage_results", json::object()},
-            {"phase_picks", json::object()}};
-  std::vector<Stage> stages = o.stages;
-  if (stages.empty()) stages = {Stage::kPrefillDecode, Stage::kDecode, Stage::kPrefill};
-  for (Stage s : stages) m["analysis_stages"].push_back(std::string(to_string(s)));
+  TraceLensResult r;
+  r.mode = "inference";
+  r.stages = o.stages;
+  if (r.stages.empty()) r.stages = {Stage::kPrefillDecode, Stage::kDecode, Stage::kPrefill};
 
   const fs::path trace_path = fs::is_directory(o.trace) ? rank0_trace(o.trace) : o.trace;
-  m["trace_dir"] = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
-  m["rank0_trace"] = trace_path.string();
+  r.trace_dir = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
+  r.rank0_trace = trace_path.string();
   Loaded main = load(trace_path, o);
-  for (const auto& w : main.trace.warnings) m["warnings"].push_back(w);
-  input_warnings(main.trace, m["warnings"]);
-  const double t_load = seconds_since(t_start);
+  for (const auto& w : main.trace.warnings) r.warnings.push_back(w);
+  input_warnings(main.trace, r.warnings);
+  r.load_s = seconds_since(t_start);
 
   ArchChoice arch = choose_arch(o, main.trace);
-  m["gpu_arch_platform"] = arch.arch ? json(arch.arch->name) : json(nullptr);
-  m["gpu_arch_reason"] = arch.reason;
+  if (arch.arch) r.gpu_arch_platform = arch.arch->name;
+  r.gpu_arch_reason = arch.reason;
   if (!arch.arch) {
-    m["warnings"].push_back(
+    r.warnings.push_back(
         "unknown GPU (" + arch.reason +
         "): roofline columns are left empty; pass --gpu-arch NAME or --gpu-arch-file FILE");
   }
@@ -214,37 +225,36 @@ json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
   std::vector<CaptureTrace> captures;
   std::optional<GraphAlignment> alignment;
   if (!o.capture_dir.empty()) {
-    json files = json::array();
+    TraceLensGraphAttribution ga;
+    ga.capture_dir = o.capture_dir;
     for (const auto& f : capture_files(o.capture_dir)) {
       try {
         Loaded c = load(f, o);
         captures.push_back({std::move(c.trace), std::move(c.links)});
-        files.push_back(f.string());
+        ga.capture_traces.push_back(f.string());
       } catch (const Error& e) {
-        m["warnings"].push_back(fmt::format("capture trace skipped: {}", e.what()));
+        r.warnings.push_back(fmt::format("capture trace skipped: {}", e.what()));
       }
     }
     if (captures.empty()) {
-      m["warnings"].push_back("--capture-dir " + o.capture_dir.string() +
-                              " holds no readable capture trace: graph-replayed kernels stay "
-                              "unattributed");
+      r.warnings.push_back("--capture-dir " + o.capture_dir.string() +
+                           " holds no readable capture trace: graph-replayed kernels stay "
+                           "unattributed");
     }
     alignment = align_graph_capture(main.trace, main.links, captures);
-    for (const auto& w : alignment->warnings) m["warnings"].push_back(w);
+    for (const auto& w : alignment->warnings) r.warnings.push_back(w);
     const auto& g = *alignment;
-    m["graph_attribution"] = {
-        {"capture_dir", o.capture_dir.string()},
-        {"capture_traces", files},
-        {"captured_launches", g.launches.size()},
-        {"graph_launches", g.graph_launches},
-        {"graph_kernels", g.graph_kernels},
-        {"attributed_kernels", g.attributed},
-        {"attributed_to_op", g.attributed_to_op},
-        {"coverage_pct", g.graph_kernels ? 100.0 * static_cast<double>(g.attributed) /
-                                               static_cast<double>(g.graph_kernels)
-                                         : 0.0}};
+    ga.captured_launches = g.launches.size();
+    ga.graph_launches = g.graph_launches;
+    ga.graph_kernels = g.graph_kernels;
+    ga.attributed_kernels = g.attributed;
+    ga.attributed_to_op = g.attributed_to_op;
+    ga.coverage_pct = g.graph_kernels ? 100.0 * static_cast<double>(g.attributed) /
+                                            static_cast<double>(g.graph_kernels)
+                                      : 0.0;
+    r.graph_attribution = std::move(ga);
   } else if (main.links.summary.graph_kernels > 0) {
-    m["warnings"].push_back(fmt::format(
+    r.warnings.push_back(fmt::format(
         "{} kernels were replayed from {} CUDA/HIP graph launch(es) and show as one graph_replay "
         "row each; pass --capture-dir with the graph-capture traces of the same run to attribute "
         "them to ops",
@@ -253,85 +263,78 @@ json run_inference(const TraceLensOptions& o, const fs::path& out_root) {
 
   const auto t_split = std::chrono::steady_clock::now();
   StageSplit split = split_stages(main.trace, main.links);
-  for (const auto& w : split.warnings) m["warnings"].push_back(w);
-  m["split_method"] = split.method;
-  json counts = json::object();
-  for (const auto& it : split.iterations)
-    counts[std::string(to_string(it.stage))] =
-        counts.value(std::string(to_string(it.stage)), 0) + 1;
-  m["iterations"] = counts;
+  for (const auto& w : split.warnings) r.warnings.push_back(w);
+  r.split_method = split.method;
+  for (const auto& it : split.iterations) ++r.iterations[std::string(to_string(it.stage))];
 
   AttributionSources sources{&main.trace, &main.links, &captures,
                              alignment ? &*alignment : nullptr};
-  for (Stage stage : stages) {
+  for (Stage stage : r.stages) {
     const std::string key(to_string(stage));
     auto pick = std::find_if(split.picks.begin(), split.picks.end(),
                              [&](const StagePick& p) { return p.stage == stage; });
     if (pick == split.picks.end()) {
-      m["warnings"].push_back(key + ": no candidate iteration found; skipping perf report");
+      r.warnings.push_back(key + ": no candidate iteration found; skipping perf report");
       continue;
     }
     const Iteration& it = split.iterations[pick->iteration];
-    const json pj = pick_json(it, *pick, trace_path.string());
-    m["phase_picks"][key] = pj;
+    TraceLensStageResult sr;
+    sr.stage = stage;
+    sr.trace_path = trace_path.string();
+    sr.pick = make_pick(it, *pick, trace_path.string());
 
     StageInputs in{sources, it.gpu_rows, &it.step, arch.arch ? &*arch.arch : nullptr};
     const StageAnalysis a = analyze_stage(in);
     const StageTables tables = make_stage_tables(a);
     const std::string label(output_label(stage));
-    const fs::path dir = out_root / label;
-    json sr = {{"stage", key}, {"trace_path", trace_path.string()}, {"output_dir", dir.string()}};
-    json errors = json::array();
-    std::vector<std::string> files = write_tables(tables, dir, o, errors);
+    sr.output_dir = out_root / label;
+    std::vector<std::string> errors;
+    sr.files = write_tables(tables, sr.output_dir, o, errors);
     const fs::path simple =
         out_root / fmt::format("{}_ISL{}_OSL{}_CONC{}_kernel_roofline_simple.csv", label,
                                summary_file_value(o.isl), summary_file_value(o.osl),
                                summary_file_value(o.conc));
     write_file_atomic(simple, report::to_csv(tables.simple_summary));
-    files.push_back(simple.string());
-    sr["files"] = files;
-    sr["simple_summary_file"] = simple.string();
-    if (!errors.empty()) sr["error"] = errors.front();
-    sr["phase_pick"] = pj;
-    sr["summary"] = {
-        {"gpu_events", a.gpu_events},     {"kernel_time_us", a.total_gpu_us},
-        {"ops", a.groups.size()},         {"unattributed_events", a.unattributed_events},
-        {"graph_events", a.graph_events}, {"graph_events_attributed", a.graph_events_attributed}};
+    sr.files.push_back(simple.string());
+    sr.simple_summary_file = simple.string();
+    if (!errors.empty()) sr.error = errors.front();
+    sr.gpu_events = a.gpu_events;
+    sr.kernel_time_us = a.total_gpu_us;
+    sr.ops = a.groups.size();
+    sr.unattributed_events = a.unattributed_events;
+    sr.graph_events = a.graph_events;
+    sr.graph_events_attributed = a.graph_events_attributed;
     if (a.graph_events > 0 && a.graph_events_attributed < a.graph_events) {
-      m["warnings"].push_back(fmt::format("{}: {} of {} graph-replayed kernels have no op", key,
-                                          a.graph_events - a.graph_events_attributed,
-                                          a.graph_events));
+      r.warnings.push_back(fmt::format("{}: {} of {} graph-replayed kernels have no op", key,
+                                       a.graph_events - a.graph_events_attributed,
+                                       a.graph_events));
     }
-    for (const auto& e : errors) m["errors"].push_back(e);
-    for (const auto& f : files) m["output_files"].push_back(f);
-    m["stage_results"][key] = std::move(sr);
+    r.errors.insert(r.errors.end(), errors.begin(), errors.end());
+    r.output_files.insert(r.output_files.end(), sr.files.begin(), sr.files.end());
+    r.stage_results.push_back(std::move(sr));
   }
-  m["timing_s"] = {{"load", t_load},
-                   {"analyse_and_write", seconds_since(t_split)},
-                   {"total", seconds_since(t_start)}};
-  return m;
+  r.analyse_s = seconds_since(t_split);
+  r.total_s = seconds_since(t_start);
+  return r;
 }
 
-json run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
-  json m = {{"enabled", true},
-            {"analysis_mode", "pytorch"},
-            {"trace_dir", (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string()},
-            {"export_format", o.write_excel ? (o.write_csv ? "both" : "excel") : "csv"},
-            {"output_files", json::array()},
-            {"errors", json::array()},
-            {"warnings", json::array()}};
+TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
+  const auto t_start = std::chrono::steady_clock::now();
+  TraceLensResult r;
+  r.mode = "pytorch";
+  r.trace_dir = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
+  r.export_format = o.write_excel ? (o.write_csv ? "both" : "excel") : "csv";
   std::vector<fs::path> files =
       fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
-  m["num_ranks"] = files.size();
+  r.num_ranks = files.size();
   for (size_t i = 0; i < files.size(); ++i) {
     Loaded l = load(files[i], o);
-    input_warnings(l.trace, m["warnings"]);
+    input_warnings(l.trace, r.warnings);
     ArchChoice arch = choose_arch(o, l.trace);
-    if (!arch.arch)
-      m["warnings"].push_back("unknown GPU (" + arch.reason + "): no roofline columns");
+    if (!arch.arch) r.warnings.push_back("unknown GPU (" + arch.reason + "): no roofline columns");
     std::vector<uint32_t> rows;
-    for (uint32_t r = 0; r < l.trace.events.size(); ++r) {
-      if (trace::is_gpu_activity(l.trace.events.category[r])) rows.push_back(r);
+    for (uint32_t row = 0; row < l.trace.events.size(); ++row) {
+      if (trace::is_gpu_activity(l.trace.events.category[row])) rows.push_back(row);
     }
     std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
       return l.trace.events.ts_ns[a] < l.trace.events.ts_ns[b];
@@ -341,18 +344,75 @@ json run_pytorch(const TraceLensOptions& o, const fs::path& out_root) {
         analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
     const StageTables tables = make_stage_tables(a);
     const int rank = l.trace.rank >= 0 ? l.trace.rank : static_cast<int>(i);
-    json errors = json::array();
-    for (const auto& f : write_tables(tables, out_root / fmt::format("rank{}", rank), o, errors)) {
-      m["output_files"].push_back(f);
+    for (auto& f : write_tables(tables, out_root / fmt::format("rank{}", rank), o, r.errors)) {
+      r.output_files.push_back(std::move(f));
     }
-    for (const auto& e : errors) m["errors"].push_back(e);
   }
-  return m;
+  r.total_s = seconds_since(t_start);
+  return r;
+}
+
+json stage_result_json(const TraceLensStageResult& sr) {
+  json j = {{"stage", std::string(to_string(sr.stage))},
+            {"trace_path", sr.trace_path},
+            {"output_dir", sr.output_dir.string()},
+            {"files", sr.files},
+            {"simple_summary_file", sr.simple_summary_file}};
+  if (sr.error) j["error"] = *sr.error;
+  j["phase_pick"] = pick_json(sr.pick);
+  j["summary"] = {{"gpu_events", sr.gpu_events},
+                  {"kernel_time_us", sr.kernel_time_us},
+                  {"ops", sr.ops},
+                  {"unattributed_events", sr.unattributed_events},
+                  {"graph_events", sr.graph_events},
+                  {"graph_events_attributed", sr.graph_events_attributed}};
+  return j;
 }
 
 }  // namespace
 
-json run_tracelens(const TraceLensOptions& o) {
+json tracelens_manifest_json(const TraceLensResult& r) {
+  json m = {{"enabled", true},
+            {"analysis_mode", r.mode},
+            {"trace_dir", r.trace_dir},
+            {"output_files", r.output_files},
+            {"errors", r.errors},
+            {"warnings", r.warnings}};
+  if (r.mode == "pytorch") {
+    m["num_ranks"] = r.num_ranks;
+    m["export_format"] = r.export_format;
+    return m;
+  }
+  m["analysis_stages"] = json::array();
+  for (Stage s : r.stages) m["analysis_stages"].push_back(std::string(to_string(s)));
+  m["rank0_trace"] = r.rank0_trace;
+  m["gpu_arch_platform"] = r.gpu_arch_platform ? json(*r.gpu_arch_platform) : json(nullptr);
+  m["gpu_arch_reason"] = r.gpu_arch_reason;
+  if (r.graph_attribution) {
+    const auto& g = *r.graph_attribution;
+    m["graph_attribution"] = {{"capture_dir", g.capture_dir.string()},
+                              {"capture_traces", g.capture_traces},
+                              {"captured_launches", g.captured_launches},
+                              {"graph_launches", g.graph_launches},
+                              {"graph_kernels", g.graph_kernels},
+                              {"attributed_kernels", g.attributed_kernels},
+                              {"attributed_to_op", g.attributed_to_op},
+                              {"coverage_pct", g.coverage_pct}};
+  }
+  m["split_method"] = r.split_method;
+  m["iterations"] = r.iterations;
+  m["stage_results"] = json::object();
+  m["phase_picks"] = json::object();
+  for (const auto& sr : r.stage_results) {
+    const std::string key(to_string(sr.stage));
+    m["stage_results"][key] = stage_result_json(sr);
+    m["phase_picks"][key] = pick_json(sr.pick);
+  }
+  m["timing_s"] = {{"load", r.load_s}, {"analyse_and_write", r.analyse_s}, {"total", r.total_s}};
+  return m;
+}
+
+TraceLensResult run_tracelens(const TraceLensOptions& o) {
   if (!fs::exists(o.trace)) throw Error(ErrorKind::kNotFound, "trace not found", o.trace.string());
   if (o.mode != "inference" && o.mode != "pytorch") {
     throw Error(ErrorKind::kUsage, "--mode must be inference or pytorch, not " + o.mode);
@@ -363,11 +423,11 @@ json run_tracelens(const TraceLensOptions& o) {
   }
   const fs::path out_root = o.output_dir / "tracelens";
   fs::create_directories(out_root);
-  json m = o.mode == "pytorch" ? run_pytorch(o, out_root) : run_inference(o, out_root);
-  const fs::path manifest = out_root / "tracelens_manifest.json";
-  m["output_files"].push_back(manifest.string());
-  write_file_atomic(manifest, m.dump(2) + "\n");
-  return m;
+  TraceLensResult r = o.mode == "pytorch" ? run_pytorch(o, out_root) : run_inference(o, out_root);
+  r.manifest = out_root / "tracelens_manifest.json";
+  r.output_files.push_back(r.manifest.string());
+  write_file_atomic(r.manifest, tracelens_manifest_json(r).dump(2) + "\n");
+  return r;
 }
 
 }  // namespace magpie::analysis

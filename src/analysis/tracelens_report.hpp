@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,11 +33,81 @@ struct TraceLensOptions {
   std::function<void(const std::string&)> progress;
 };
 
-// Writes the reports and DIR/tracelens/tracelens_manifest.json, and returns the
-// manifest. Problems with the input that still allow some report are listed
-// in its "warnings"/"errors"; a missing or unreadable trace, a bad
-// --gpu-arch-file or an unknown --gpu-arch throws magpie::Error.
-nlohmann::json run_tracelens(const TraceLensOptions& options);
+// The iteration chosen to stand for one stage, and why.
+struct TraceLensPhasePick {
+  Stage stage = Stage::kDecode;
+  double batch_size = 0;
+  std::string trace_path;
+  size_t num_gpu_events = 0;
+  double gpu_duration_us = 0;
+  double gpu_busy_us = 0;
+  std::string selection_reason;
+  size_t candidates = 0;
+  std::string marker;
+  std::string stage_source;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+struct TraceLensStageResult {
+  Stage stage = Stage::kDecode;
+  std::string trace_path;
+  std::filesystem::path output_dir;
+  std::vector<std::string> files;
+  std::string simple_summary_file;
+  std::optional<std::string> error;  // first writer error, when any
+  TraceLensPhasePick pick;
+  size_t gpu_events = 0;
+  double kernel_time_us = 0;
+  size_t ops = 0;
+  size_t unattributed_events = 0;
+  size_t graph_events = 0;
+  size_t graph_events_attributed = 0;
+};
+
+// How graph-replayed kernels were matched to the capture traces' launches.
+struct TraceLensGraphAttribution {
+  std::filesystem::path capture_dir;
+  std::vector<std::string> capture_traces;
+  size_t captured_launches = 0;
+  size_t graph_launches = 0;
+  size_t graph_kernels = 0;
+  size_t attributed_kernels = 0;
+  size_t attributed_to_op = 0;
+  double coverage_pct = 0;
+};
+
+// What `magpie tracelens` found and wrote. Inference mode fills the stage
+// fields; pytorch mode fills num_ranks and export_format.
+struct TraceLensResult {
+  std::string mode;  // "inference" | "pytorch"
+  std::vector<Stage> stages;
+  std::string trace_dir;
+  std::string rank0_trace;
+  std::optional<std::string> gpu_arch_platform;
+  std::string gpu_arch_reason;
+  std::optional<TraceLensGraphAttribution> graph_attribution;
+  std::string split_method;
+  std::map<std::string, int> iterations;  // stage name → iterations found
+  std::vector<TraceLensStageResult> stage_results;
+  size_t num_ranks = 0;
+  std::string export_format;
+  std::vector<std::string> output_files;
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+  double load_s = 0, analyse_s = 0, total_s = 0;
+  std::filesystem::path manifest;  // DIR/tracelens/tracelens_manifest.json
+};
+
+// Writes the reports and DIR/tracelens/tracelens_manifest.json. Problems with
+// the input that still allow some report are listed in warnings/errors; a
+// missing or unreadable trace, a bad --gpu-arch-file or an unknown
+// --gpu-arch throws magpie::Error.
+TraceLensResult run_tracelens(const TraceLensOptions& options);
+
+// The manifest: Magpie's benchmark_report.json `tracelens_analysis` block
+// (inference or pytorch mode) plus ours (split method, timings, graph
+// attribution, per-stage summaries).
+nlohmann::json tracelens_manifest_json(const TraceLensResult& result);
 
 // "1024" → "1024", "0.5" → "0p5", missing → "unknown" (Magpie's file naming).
 std::string summary_file_value(const std::optional<int64_t>& v);

@@ -12,6 +12,8 @@ int exit_code_for(ErrorKind kind) {
     case ErrorKind::kBadFormat: return 5;
     case ErrorKind::kNoGpuEvents: return 6;
     case ErrorKind::kInternal: return 1;
+    case ErrorKind::kRejected: return 1;
+    case ErrorKind::kCancelled: return 130;
   }
   return 1;
 }
@@ -24,6 +26,8 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kBadFormat: return "bad_format";
     case ErrorKind::kNoGpuEvents: return "no_gpu_events";
     case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kRejected: return "rejected";
+    case ErrorKind::kCancelled: return "cancelled";
   }
   return "internal";
 }

@@ -15,6 +15,8 @@ enum class ErrorKind : uint8_t {
   kUnreadable,   // exists but cannot be read (permissions, I/O error)
   kBadFormat,    // malformed JSON/CSV/gzip, or not the kind of file expected
   kNoGpuEvents,  // a valid trace with nothing on the GPU to analyse
+  kRejected,     // a request Magpie refuses with exit 1 (no kernels, compare of one)
+  kCancelled,    // stopped by the user (Ctrl-C, MCP notifications/cancelled)
 };
 
 // Exit codes documented in README.md ("Exit codes").

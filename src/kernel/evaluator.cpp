@@ -74,7 +74,7 @@ std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(s
 
 // Runs the commands of one stage in order into `log`; false at the first failure.
 bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::string, std::string>& env,
-             double timeout_s, StageResult& stage) {
+             double timeout_s, StageResult& stage, const std::atomic<bool>* cancel) {
   // Second expansion, at run time: $MAGPIE_KERNEL_DIR and friends exist only now.
   VarLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
     if (auto it = env.find(name); it != env.end()) return it->second;
@@ -83,7 +83,11 @@ bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::s
   for (const auto& raw : cmds) {
     Command argv;
     for (const auto& a : raw) argv.push_back(expand_vars(a, lookup));
-    ProcessSpec spec{argv, cwd, env, seconds(timeout_s), stage.log};
+    if (cancel && cancel->load()) {
+      stage.errors.push_back("cancelled before `" + join_command(argv) + "` started");
+      return false;
+    }
+    ProcessSpec spec{argv, cwd, env, seconds(timeout_s), stage.log, cancel};
     stage.commands.push_back(join_command(argv));
     auto r = run_process(spec);
     stage.wall_seconds += r.wall_seconds;
@@ -218,7 +222,7 @@ void Evaluator::compile(Evaluation& e) const {
                                                    : "no build step: no compile_command and no source_files");
     return;
   }
-  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, st);
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, st, opt_.cancel);
   st.state = ok ? StageState::kSuccess : StageState::kFailed;
   e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
 }
@@ -259,7 +263,7 @@ void Evaluator::check_correctness(Evaluation& e) const {
   if (has_target) {
     fs::path json_out = e.dir / "correctness.json";
     ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env, opt_.correctness.timeout_seconds,
-                 st);
+                 st, opt_.cancel);
     try {
       e.correctness_detail = nlohmann::json::parse(read_file(json_out).view());
       for (const auto& err : e.correctness_detail.value("errors", std::vector<std::string>{})) st.errors.push_back(err);
@@ -277,7 +281,7 @@ void Evaluator::check_correctness(Evaluation& e) const {
     }
   }
   if (ok && !e.spec.testcase_command.empty()) {
-    ok = run_all(e.spec.testcase_command, e.spec.working_dir, env, opt_.correctness.timeout_seconds, st);
+    ok = run_all(e.spec.testcase_command, e.spec.working_dir, env, opt_.correctness.timeout_seconds, st, opt_.cancel);
     scope.push_back("testcase exit status");
   }
   if (!has_target && e.spec.testcase_command.empty()) {
@@ -341,7 +345,7 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
   StageResult round_stage;
   round_stage.log = e.dir / fmt::format("performance_{}.log", label);
   fs::remove(round_stage.log);
-  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage);
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage, opt_.cancel);
   st.commands.insert(st.commands.end(), round_stage.commands.begin(), round_stage.commands.end());
   st.wall_seconds += round_stage.wall_seconds;
   m.wall_seconds = round_stage.wall_seconds;
@@ -395,7 +399,7 @@ void Evaluator::ncu_pass(Evaluation& e) const {
   fs::remove(st.log);
   auto cmd = profiler::ncu_command(e.spec.testcase_command.back(), opt_.performance.ncu_metrics,
                                    opt_.performance.ncu_args);
-  if (!run_all({cmd}, e.spec.working_dir, env_for(e), opt_.performance.timeout_seconds * 4.0, st)) {
+  if (!run_all({cmd}, e.spec.working_dir, env_for(e), opt_.performance.timeout_seconds * 4.0, st, opt_.cancel)) {
     e.performance.notes.push_back("ncu pass failed: " + (st.errors.empty() ? std::string() : st.errors.front()));
     return;
   }

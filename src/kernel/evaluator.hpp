@@ -3,6 +3,7 @@
 // Every step runs in its own process group with a timeout (process_runner);
 // a failed stage marks the later ones SKIPPED. Performance is measured in
 // rounds so that compare can interleave implementations (drift hits all alike).
+#include <atomic>
 #include <filesystem>
 #include <string>
 
@@ -25,6 +26,7 @@ struct EvaluatorOptions {
   GpuInfo gpu;
   const KernelSpec* baseline = nullptr;  // numerical reference for bench_target checks
   bool verbose = false;
+  const std::atomic<bool>* cancel = nullptr;  // set → running commands are killed, later ones skipped
 };
 
 // Where the built-in pieces live: $MAGPIE_PYTHON_DIR / $MAGPIE_CUPTI_LIB, else

@@ -19,6 +19,7 @@ namespace magpie::kernel {
 std::string ProcessResult::describe() const {
   if (spawn_failed) return "could not start (exit 127)";
   if (timed_out) return fmt::format("timed out after {:.1f} s (process group killed)", wall_seconds);
+  if (cancelled) return fmt::format("cancelled after {:.1f} s (process group killed)", wall_seconds);
   if (term_signal != 0) return fmt::format("killed by signal {} ({})", term_signal, strsignal(term_signal));
   return fmt::format("exit {}", exit_code);
 }
@@ -99,8 +100,10 @@ ProcessResult run_process(const ProcessSpec& spec) {
     pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
     if (w < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      r.timed_out = true;
+    const bool cancelled = spec.cancel && spec.cancel->load();
+    if (cancelled || std::chrono::steady_clock::now() >= deadline) {
+      r.timed_out = !cancelled;
+      r.cancelled = cancelled;
       kill_group(pid, SIGTERM);
       auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       while (::waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < grace) {
@@ -116,7 +119,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   // Leftover background children of the testcase die with it.
   kill_group(pid, SIGKILL);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!r.timed_out) {
+  if (!r.timed_out && !r.cancelled) {
     if (WIFEXITED(status)) {
       r.exit_code = WEXITSTATUS(status);
       if (r.exit_code == 127) r.spawn_failed = true;

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one command in its own process group, output to a log file, with a
 // timeout that kills the whole group (a testcase's children too).
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -16,12 +17,14 @@ struct ProcessSpec {
   std::map<std::string, std::string> env;     // added to (or replacing) the inherited environment
   std::chrono::milliseconds timeout{300000};
   std::filesystem::path log_path;             // stdout and stderr, appended; empty = discarded
+  const std::atomic<bool>* cancel = nullptr;  // set → the group is killed as on a timeout
 };
 
 struct ProcessResult {
   int exit_code = -1;     // valid when exited normally
   int term_signal = 0;    // signal that ended it, if any
   bool timed_out = false;
+  bool cancelled = false;
   bool spawn_failed = false;  // could not start (command not found, bad cwd)
   double wall_seconds = 0;
   bool ok() const { return !timed_out && !spawn_failed && term_signal == 0 && exit_code == 0; }

@@ -132,6 +132,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
     if (ctx.progress)
       std::cerr << fmt::format("starting server: {}\n",
                                report["server"].value("command", server->plan().endpoint.url()));
+    if (ctx.on_progress) ctx.on_progress(0, std::nullopt, "waiting for the server to become ready");
     std::string served = server->start(c.server_ready_timeout_s, ctx.stop);
     report["server"]["served_model"] = served;
     if (report["model"].get<std::string>().empty()) report["model"] = served;
@@ -167,6 +168,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
       lo.request_timeout =
           std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
       lo.progress = ctx.progress;
+      if (ctx.on_progress) {
+        lo.on_progress = [&ctx, ci, ncases = cases.size()](size_t done, size_t planned, const std::string& line) {
+          // Cases count as equal parts of the run.
+          double part = planned ? static_cast<double>(done) / static_cast<double>(planned) : 0.0;
+          ctx.on_progress(static_cast<double>(ci) + part, static_cast<double>(ncases),
+                          fmt::format("case {}/{}: {}", ci + 1, ncases, line));
+        };
+      }
       lo.stop = ctx.stop;
       EngineServer* srv = server.get();
       lo.server_alive = [srv] { return srv->alive(); };
@@ -310,7 +319,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
         tl.osl = cases.front().output_len;
         tl.conc = cases.front().concurrency;
         try {
-          report["tracelens_analysis"] = analysis::run_tracelens(tl);
+          report["tracelens_analysis"] = analysis::tracelens_manifest_json(analysis::run_tracelens(tl));
         } catch (const Error& e) {
           report["tracelens_analysis"] = {
               {"enabled", true}, {"output_files", nlohmann::json::array()}, {"errors", {e.what()}}};

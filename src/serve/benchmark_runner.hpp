@@ -4,6 +4,9 @@
 // failing), what was measured is written, marked complete or not.
 #include <atomic>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "serve/benchmark_config.hpp"
@@ -13,7 +16,9 @@ namespace magpie::serve {
 struct RunContext {
   bool progress = false;  // live line on stderr
   bool verbose = false;
-  const std::atomic<bool>* stop = nullptr;  // set by SIGINT
+  const std::atomic<bool>* stop = nullptr;  // set by SIGINT (CLI) or a cancel (MCP)
+  // Milestones and request counts, for faces that relay progress (MCP).
+  std::function<void(double done, std::optional<double> total, const std::string& message)> on_progress;
 };
 
 struct BenchmarkOutcome {

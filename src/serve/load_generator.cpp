@@ -245,19 +245,18 @@ class Run {
       maybe_stop_io();
     }
     if (duration_mode() && !infinite_rate_ && next_ >= planned()) maybe_stop_io();
-    if (o_.progress && phase_ == Phase::kMeasure &&
+    if ((o_.progress || o_.on_progress) && phase_ == Phase::kMeasure &&
         now - last_progress_ > std::chrono::milliseconds(500)) {
       last_progress_ = now;
       double elapsed = secs(now - t0_).count();
       auto done = result_.records.size();
       std::string total =
           planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned());
-      std::cerr
-          << fmt::format(
-                 "\r  {}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s   ",
-                 done, total, in_flight_, waiting_.size(), failed_,
-                 elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed)
-          << std::flush;
+      std::string line = fmt::format("{}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s",
+                                     done, total, in_flight_, waiting_.size(), failed_,
+                                     elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed);
+      if (o_.progress) std::cerr << "\r  " << line << "   " << std::flush;
+      if (o_.on_progress) o_.on_progress(done, planned() == SIZE_MAX ? 0 : planned(), line);
     }
   }
 

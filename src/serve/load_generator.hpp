@@ -30,6 +30,8 @@ struct LoadOptions {
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
   std::function<void(const RequestRecord&)> on_record;  // each finished request, as it finishes
   bool progress = false;                                // live line on stderr
+  // Requests done of planned (0 = a timed run), at most twice a second.
+  std::function<void(size_t done, size_t planned, const std::string& line)> on_progress;
   const std::atomic<bool>* stop = nullptr;              // set by Ctrl-C
   std::function<bool()> server_alive;                   // polled; false ends the run early
   std::function<void()> on_measure_start;               // e.g. POST /start_profile

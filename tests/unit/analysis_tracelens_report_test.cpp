@@ -172,18 +172,34 @@ TEST(TraceLensReport, WritesManifestAndCompactCsv) {
   o.output_dir = dir / "out";
   o.isl = 1024;
   o.conc = 4;
-  auto m = run_tracelens(o);
-  EXPECT_EQ(m["analysis_mode"], "inference");
-  EXPECT_EQ(m["gpu_arch_platform"], "H200");
-  EXPECT_TRUE(m["stage_results"].contains("decode"));
-  EXPECT_TRUE(m["stage_results"].contains("prefill"));
-  EXPECT_FALSE(m["stage_results"].contains("prefilldecode"));
+  TraceLensResult r = run_tracelens(o);
+  EXPECT_EQ(r.mode, "inference");
+  ASSERT_TRUE(r.gpu_arch_platform.has_value());
+  EXPECT_EQ(*r.gpu_arch_platform, "H200");
+  auto stage = [&](Stage s) -> const TraceLensStageResult* {
+    for (const auto& sr : r.stage_results)
+      if (sr.stage == s) return &sr;
+    return nullptr;
+  };
+  ASSERT_NE(stage(Stage::kDecode), nullptr);
+  EXPECT_NE(stage(Stage::kPrefill), nullptr);
+  EXPECT_EQ(stage(Stage::kPrefillDecode), nullptr);
   const auto simple =
       dir / "out/tracelens/decode_only_ISL1024_OSLunknown_CONC4_kernel_roofline_simple.csv";
   EXPECT_TRUE(std::filesystem::exists(simple));
-  EXPECT_EQ(m["stage_results"]["decode"]["simple_summary_file"], simple.string());
+  EXPECT_EQ(stage(Stage::kDecode)->simple_summary_file, simple.string());
   EXPECT_TRUE(std::filesystem::exists(dir / "out/tracelens/decode_only/GEMM.csv"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "out/tracelens/tracelens_manifest.json"));
+  EXPECT_EQ(stage(Stage::kDecode)->pick.num_gpu_events, 1u);
+  // The manifest on disk is the writer's rendering of the same result, in
+  // Magpie's tracelens_analysis shape.
+  ASSERT_TRUE(std::filesystem::exists(dir / "out/tracelens/tracelens_manifest.json"));
+  const auto m = nlohmann::json::parse(std::ifstream(dir / "out/tracelens/tracelens_manifest.json"));
+  EXPECT_EQ(m, tracelens_manifest_json(r));
+  EXPECT_EQ(m["analysis_mode"], "inference");
+  EXPECT_EQ(m["gpu_arch_platform"], "H200");
+  EXPECT_TRUE(m["stage_results"].contains("decode"));
+  EXPECT_FALSE(m["stage_results"].contains("prefilldecode"));
+  EXPECT_EQ(m["stage_results"]["decode"]["simple_summary_file"], simple.string());
   EXPECT_EQ(m["phase_picks"]["decode"]["num_gpu_events"], 1);
   std::filesystem::remove_all(dir);
 }

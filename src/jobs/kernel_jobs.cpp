@@ -1,0 +1,221 @@
+#include "jobs/kernel_jobs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "jobs/run_recorder.hpp"
+#include "kernel/command.hpp"
+#include "kernel/evaluator.hpp"
+#include "kernel/markdown_table.hpp"
+#include "kernel/performance_rounds.hpp"
+#include "kernel/report_json.hpp"
+#include "kernel/workspace.hpp"
+
+namespace magpie::jobs {
+
+namespace fs = std::filesystem;
+using namespace magpie::kernel;
+
+int KernelEvaluationOutcome::exit_code() const {
+  if (!all_correct || cancelled) return 1;
+  return regression ? 1 : 0;
+}
+
+KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const GpuInfo& gpu) {
+  const KernelSources& src = request.sources;
+  const char* mode = request.compare ? "compare" : "analyze";
+  if (!src.kernel_config.empty() && !src.files.empty()) {
+    throw Error(ErrorKind::kUsage, "give kernel files or a kernel config, not both", "", std::nullopt,
+                fmt::format("e.g. magpie {} -k kernel.yaml", mode));
+  }
+  if (!request.compare && src.kernel_config.empty() && src.testcases.empty() && !src.files.empty()) {
+    throw Error(ErrorKind::kRejected, "--testcase is required for analyze mode", "", std::nullopt,
+                "pass the command that runs and checks the kernel, e.g. --testcase './test'");
+  }
+  if (src.testcases.size() > 1 && src.testcases.size() != src.files.size()) {
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{} testcase commands for {} kernel files", src.testcases.size(),
+                            src.files.size()),
+                "", std::nullopt, "give one testcase for all files, or one per file in the same order");
+  }
+  KernelConfig cfg;
+  if (!src.kernel_config.empty()) cfg = load_kernel_config(src.kernel_config, magpie_lookup(gpu, {}));
+  const KernelType type = parse_kernel_type(src.type);
+  for (size_t i = 0; i < src.files.size(); ++i) {
+    fs::path p = fs::absolute(src.files[i]).lexically_normal();
+    if (!fs::exists(p)) {
+      throw Error(ErrorKind::kNotFound, "kernel file not found", p.string(), std::nullopt, "check the path");
+    }
+    KernelSpec k;
+    k.id = request.compare ? fmt::format("kernel_{}_{}", i, p.stem().string()) : p.stem().string();
+    k.type = type;
+    k.source_files = {p};
+    k.working_dir = src.working_dir.empty() ? p.parent_path() : fs::absolute(src.working_dir);
+    if (src.testcases.size() > 1) k.testcase_command = {split_command(src.testcases[i])};
+    cfg.kernels.push_back(std::move(k));
+  }
+  for (auto& k : cfg.kernels) {
+    if (k.testcase_command.empty() && src.testcases.size() == 1)
+      k.testcase_command = {split_command(src.testcases.front())};
+    if (k.compile_command.empty() && !src.compile_command.empty())
+      k.compile_command = {split_command(src.compile_command)};
+    if (k.bench_target.empty() && is_python_type(k.type)) k.bench_target = cfg.latency.bench_target;
+  }
+  const KernelOverrides& o = request.overrides;
+  if (o.rounds > 0) cfg.performance.rounds = o.rounds;
+  if (o.threshold >= 0) cfg.performance.threshold = o.threshold;
+  if (o.ncu) cfg.performance.ncu_pass = true;
+  if (!o.cupti_kind.empty()) cfg.performance.cupti_kind = o.cupti_kind;
+  if (!o.kernel_filter.empty()) cfg.latency.kernel_filter = o.kernel_filter;
+  cfg.latency.method = o.latency_method;
+  if (o.latency_method == "none") cfg.latency.enabled = false;
+
+  if (cfg.kernels.empty()) {
+    throw Error(ErrorKind::kRejected, "no kernels given", "", std::nullopt,
+                fmt::format("pass kernel files or -k kernel.yaml (magpie {} --help)", mode));
+  }
+  if (request.compare && cfg.kernels.size() < 2) {
+    throw Error(ErrorKind::kRejected, "compare needs at least 2 kernels", "", std::nullopt,
+                "pass two or more implementations; the first is the baseline unless --baseline N");
+  }
+  if (request.compare && request.baseline >= cfg.kernels.size()) {
+    throw Error(ErrorKind::kUsage, fmt::format("baseline {} is out of range (0..{})", request.baseline,
+                                               cfg.kernels.size() - 1));
+  }
+  return cfg;
+}
+
+namespace {
+
+std::string config_text(const KernelEvaluationRequest& r) {
+  std::string t = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.compare, r.sources.kernel_config,
+                              r.sources.type, r.sources.compile_command, r.sources.working_dir, r.baseline,
+                              r.check_performance, r.check_latency, r.overrides.rounds,
+                              r.overrides.threshold, r.overrides.cupti_kind, r.overrides.latency_method);
+  for (const auto& f : r.sources.files) t += "|" + fs::absolute(f).lexically_normal().string();
+  for (const auto& c : r.sources.testcases) t += "|" + c;
+  return t;
+}
+
+}  // namespace
+
+KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request, const JobContext& context) {
+  RunRecorder recorder(context, request.compare ? RunKind::kCompare : RunKind::kAnalyze, {},
+                       config_text(request));
+  return recorder.run([&] {
+    KernelEvaluationOutcome out;
+    out.compare = request.compare;
+    out.gpu = detect_gpu();
+    recorder.gpu(out.gpu.name);
+    KernelConfig cfg = resolve_kernel_config(request, out.gpu);
+    out.warnings = cfg.warnings;
+
+    EvaluatorOptions opt;
+    opt.performance = cfg.performance;
+    opt.correctness = cfg.correctness;
+    opt.latency = cfg.latency;
+    opt.check_performance = request.check_performance;
+    opt.check_latency = request.check_latency && cfg.latency.enabled;
+    opt.gpu = out.gpu;
+    opt.python_dir = default_python_dir();
+    opt.cupti_lib = opt.gpu.vendor == "NVIDIA" ? default_cupti_lib() : fs::path{};
+    opt.verbose = request.verbose;
+    opt.cancel = context.cancel;
+    const std::string stamp = local_timestamp();
+    const std::string name = request.compare ? fmt::format("compare_{}", stamp)
+                                             : fmt::format("analyze_{}_{}", cfg.kernels.front().id, stamp);
+    opt.workspace = make_workspace(request.output_dir, name);
+    out.workspace = opt.workspace;
+    recorder.workspace(out.workspace);
+    if (request.compare) opt.baseline = &cfg.kernels[request.baseline];
+    if (request.verbose) {
+      std::cerr << fmt::format("gpu: {} ({}); cupti: {}; python harness: {}\n",
+                               opt.gpu.name.empty() ? "none" : opt.gpu.name, opt.gpu.arch,
+                               opt.cupti_lib.empty() ? "none" : opt.cupti_lib.string(),
+                               opt.python_dir.string());
+    }
+
+    Evaluator ev(opt);
+    const size_t n = cfg.kernels.size();
+    out.evaluations.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      auto& e = out.evaluations[i];
+      e.index = i;
+      e.spec = cfg.kernels[i];
+      context.report(static_cast<double>(i), static_cast<double>(n + 1),
+                     fmt::format("[{}] compile + correctness", e.spec.id));
+      if (request.verbose) std::cerr << fmt::format("[{}] compile + correctness\n", e.spec.id);
+      ev.prepare(e);
+    }
+    if (request.check_performance && !context.cancelled())
+      context.report(static_cast<double>(n), static_cast<double>(n + 1), "performance rounds");
+    out.cupti = run_performance_rounds(ev, out.evaluations);
+    for (auto& e : out.evaluations) ev.finish(e);
+    out.cancelled = context.cancelled();
+
+    out.all_correct = true;
+    for (const auto& e : out.evaluations) out.all_correct = out.all_correct && e.correct();
+    out.timestamp = iso_timestamp();
+    out.verdict_settings = {cfg.performance.threshold, cfg.performance.bootstrap_resamples,
+                            cfg.performance.bootstrap_seed, cfg.performance.confidence};
+    if (request.compare) {
+      out.ranking = rank_evaluations(out.evaluations, request.baseline, out.verdict_settings);
+      out.regression = request.fail_on_regression && out.ranking->any_regression;
+      out.report_path = out.workspace / "compare_report.json";
+    } else {
+      out.report_path = out.workspace / "analyze_report.json";
+    }
+    write_file_atomic(out.report_path, report_json(out).dump(2));
+    out.run_id = recorder.id();
+
+    for (const auto& e : out.evaluations) {
+      if (!e.measured() || e.samples_ns().empty()) continue;
+      std::vector<double> s = e.samples_ns();
+      std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
+      recorder.metric(e.spec.id + ".median_ns", s[s.size() / 2]);
+    }
+    recorder.metric("all_correct", out.all_correct ? 1 : 0);
+    if (out.cancelled) {
+      recorder.cancel();
+    } else if (!out.all_correct) {
+      recorder.fail("an implementation is not correct");
+    } else if (out.regression) {
+      recorder.fail("a candidate is SLOWER than the baseline (fail_on_regression)");
+    }
+    return out;
+  });
+}
+
+nlohmann::json report_json(const KernelEvaluationOutcome& o) {
+  if (o.compare && o.ranking) {
+    return compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp);
+  }
+  return analyze_report(o.evaluations, o.timestamp);
+}
+
+std::string console_text(const KernelEvaluationOutcome& o) {
+  std::string text = markdown_table(o.evaluations, o.ranking ? &*o.ranking : nullptr);
+  if (o.ranking) text += "\n" + o.ranking->summary + "\n";
+  if (!o.cupti.kind.empty()) text += "note: " + describe(o.cupti) + "\n";
+  for (const auto& e : o.evaluations) {
+    for (const auto& n : e.correctness.notes) text += fmt::format("note: {}: {}\n", e.spec.id, n);
+  }
+  if (o.cancelled) text += "note: cancelled; the report holds what was measured before\n";
+  text += "Workspace: " + o.workspace.string() + "\n";
+  return text;
+}
+
+std::string error_text(const KernelEvaluationOutcome& o) {
+  std::string text;
+  for (const auto& e : o.evaluations) {
+    for (const auto& err : e.errors) text += fmt::format("{}: {}\n", e.spec.id, err.substr(0, err.find('\n')));
+  }
+  if (o.regression) text += "error: a candidate is SLOWER than the baseline (--fail-on-regression)\n";
+  return text;
+}
+
+}  // namespace magpie::jobs
