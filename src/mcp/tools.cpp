@@ -141,7 +141,12 @@ ToolRegistry magpie_tools() {
   using namespace detail;
   ToolRegistry r;
   r.add(hardware_spec_tool());
+  r.add(analyze_tool());
+  r.add(compare_tool());
   r.add(configure_gpu_tool());
+  r.add(benchmark_tool());
+  r.add(gap_analysis_tool());
+  r.add(tracelens_tool());
   r.add(list_benchmark_images_tool());
   r.add(list_benchmark_results_tool());
   r.add(get_benchmark_result_tool());

@@ -32,5 +32,11 @@ Tool get_benchmark_result_tool();
 Tool compare_benchmark_reports_tool();
 // tools_serve.cpp: serving
 Tool list_benchmark_images_tool();
+// tools_jobs.cpp: the long tools (src/jobs)
+Tool gap_analysis_tool();
+Tool tracelens_tool();
+Tool analyze_tool();
+Tool compare_tool();
+Tool benchmark_tool();
 
 }  // namespace magpie::mcp::detail
