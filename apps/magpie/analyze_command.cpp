@@ -36,6 +36,7 @@ void AnalyzeCommand::add_common(CLI::App* sub, Flags& f, bool compare) {
                   "CUPTI kernel timing; auto (default) picks serial, which skips per-block instrumentation, "
                   "unless a probe round shows streams overlapping")
       ->check(CLI::IsMember({"auto", "concurrent", "serial"}));
+  sub->add_flag("--strict", f.strict, "Unknown keys in the kernel YAML are errors (exit 2), not warnings");
   if (compare) {
     sub->add_option("--baseline", f.baseline, "Index of the baseline implementation")->capture_default_str();
     sub->add_option("--threshold", f.threshold, "Practical-equivalence band for SAME (default 0.02 = ±2%)")
@@ -80,6 +81,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
   r.check_performance = !f.no_perf;
   r.check_latency = !f.no_latency;
   r.fail_on_regression = f.fail_on_regression;
+  r.strict = f.strict;
   r.output_dir = f.output_dir;
   r.verbose = verbose;
   jobs::JobContext context = command_context(verbose);

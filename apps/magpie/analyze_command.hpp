@@ -30,6 +30,7 @@ class AnalyzeCommand {
     std::string output_dir = "./results";
     size_t baseline = 0;
     bool fail_on_regression = false;
+    bool strict = false;
     int rounds = 0;          // 0 = from the YAML (default 5)
     double threshold = -1;   // <0 = from the YAML (default 0.02)
     bool ncu = false;

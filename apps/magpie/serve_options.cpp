@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "command_context.hpp"
+#include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "jobs/serve_jobs.hpp"
 
@@ -89,6 +90,9 @@ void ServeOptions::register_with(CLI::App* sub) {
       sub->add_flag("--cpu-engine", cpu_engine_, "The engine runs on CPU: drop GPU-only flags")
           ->group(ours);
   options_.emplace_back(cpu, &cpu_engine_);
+  sub->add_flag("--strict", strict_,
+                "Unknown keys in the benchmark YAML are errors (exit 2), not warnings")
+      ->group(ours);
 }
 
 serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
@@ -157,6 +161,7 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   serve::BenchmarkConfig config =
       from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
   serve::apply_flags(config, flags, from_yaml);
+  reject_unknown_keys(config.unknown_keys, strict_, config_path_);
   for (const auto& w : config.warnings) std::cerr << "warning: " << w << "\n";
   jobs::JobContext context = command_context(verbose);
   context.console = context.console || verbose;

@@ -31,6 +31,7 @@ class ServeOptions {
   int64_t warmups_ = 0, prefix_len_ = 0, token_id_max_ = 0, profile_num_prompts_ = 0;
   uint64_t seed_ = 0;
   bool torch_profiler_ = false, system_profiler_ = false, cpu_engine_ = false;
+  bool strict_ = false;
   std::vector<std::string> engine_args_, envs_;
   std::vector<std::pair<CLI::Option*, void*>> options_;
   CLI::Option* find(const void* field) const;

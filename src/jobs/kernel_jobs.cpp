@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "jobs/run_recorder.hpp"
@@ -43,7 +44,10 @@ KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const
                 "", std::nullopt, "give one testcase for all files, or one per file in the same order");
   }
   KernelConfig cfg;
-  if (!src.kernel_config.empty()) cfg = load_kernel_config(src.kernel_config, magpie_lookup(gpu, {}));
+  if (!src.kernel_config.empty()) {
+    cfg = load_kernel_config(src.kernel_config, magpie_lookup(gpu, {}));
+    reject_unknown_keys(cfg.unknown_keys, request.strict, src.kernel_config);
+  }
   const KernelType type = parse_kernel_type(src.type);
   for (size_t i = 0; i < src.files.size(); ++i) {
     fs::path p = fs::absolute(src.files[i]).lexically_normal();

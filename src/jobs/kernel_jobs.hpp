@@ -51,6 +51,7 @@ struct KernelEvaluationRequest {
   bool check_performance = true;
   bool check_latency = true;
   bool fail_on_regression = false;
+  bool strict = false;  // unknown kernel-YAML keys are errors
   std::filesystem::path output_dir = "./results";
   bool verbose = false;  // per-stage lines on stderr
 };

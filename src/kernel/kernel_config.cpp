@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 
@@ -43,6 +44,7 @@ struct Reader {
   fs::path base_dir;
   const VarLookup& lookup;
   std::vector<std::string>& warnings;
+  std::vector<std::string>& unknown;
 
   [[noreturn]] void fail(const std::string& key, const std::string& what, const std::string& fix) const {
     throw Error(ErrorKind::kUsage, fmt::format("key '{}': {}", key, what), origin, std::nullopt, fix);
@@ -120,7 +122,10 @@ struct Reader {
   void warn_unknown(const YAML::Node& map, const std::string& where, const std::set<std::string>& known) const {
     for (const auto& kv : map) {
       auto k = kv.first.Scalar();
-      if (!known.contains(k)) warnings.push_back(fmt::format("{}: unknown key '{}{}' ignored", origin, where, k));
+      if (!known.contains(k)) {
+        unknown.push_back(unknown_key_message(origin, where, k, {known.begin(), known.end()}));
+        warnings.push_back(unknown.back());
+      }
     }
   }
 
@@ -294,7 +299,7 @@ KernelConfig parse_kernel_config(std::string_view yaml_text, const std::string& 
   }
   KernelConfig cfg;
   cfg.origin = origin;
-  Reader r{origin, base_dir, lookup, cfg.warnings};
+  Reader r{origin, base_dir, lookup, cfg.warnings, cfg.unknown_keys};
   r.warn_unknown(root, "", {"kernel", "kernels", "performance", "correctness", "latency", "scheduler", "ray_config"});
   if (auto k = root["kernel"]) cfg.kernels.push_back(r.kernel(k, "kernel"));
   if (auto ks = root["kernels"]) {

@@ -105,6 +105,7 @@ struct KernelConfig {
   std::string environment = "local";
   std::filesystem::path origin;       // the YAML file, when loaded from one
   std::vector<std::string> warnings;  // unknown keys and similar
+  std::vector<std::string> unknown_keys;  // also in warnings; errors under --strict
 };
 
 // Parses YAML text; relative paths resolve against `base_dir`. Throws

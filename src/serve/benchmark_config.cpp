@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "serve/benchmark_keys.hpp"
 
 namespace magpie::serve {
 
@@ -155,6 +156,10 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   if (!b.IsMap()) throw bad(origin, "expected a `benchmark:` mapping");
   BenchmarkConfig c;
   c.config_yaml = text;
+  KeyCheck keys = check_benchmark_keys(root, origin);
+  c.unknown_keys = keys.unknown;
+  c.warnings.insert(c.warnings.end(), keys.unknown.begin(), keys.unknown.end());
+  c.warnings.insert(c.warnings.end(), keys.not_applied.begin(), keys.not_applied.end());
   c.framework = get<std::string>(b, "framework", c.framework, origin);
   c.model = get<std::string>(b, "model", "", origin);
   c.precision = get<std::string>(b, "precision", c.precision, origin);

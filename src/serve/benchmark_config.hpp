@@ -79,6 +79,7 @@ struct BenchmarkConfig {
   ClientOptions client;
   std::string config_yaml;  // the YAML as given, copied to the workspace
   std::vector<std::string> warnings;
+  std::vector<std::string> unknown_keys;  // also in warnings; errors under --strict
 
   std::string env(const std::string& key, const std::string& fallback = {}) const;
   std::vector<WorkloadCase> cases() const;

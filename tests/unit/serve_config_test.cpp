@@ -2,6 +2,9 @@
 // and docker command construction, Prometheus parsing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include <filesystem>
 #include <fstream>
 
@@ -106,6 +109,52 @@ TEST(BenchmarkConfig, InlineFlagsAndSweeps) {
 TEST(BenchmarkConfig, MissingModelIsAUsageError) {
   BenchmarkConfig c;
   EXPECT_THROW(validate(c), Error);
+}
+
+TEST(BenchmarkConfig, MisspelledKeysAreNamedWithTheNearestKnownKey) {
+  auto c = parse_benchmark_yaml(R"(benchmark:
+  model: m
+  gpu_selecton: {count: 1}
+  profiler:
+    torch_profilr: {enabled: true}
+  sweep_matrix:
+    cases:
+      - {CONC: 4, ISLL: 8}
+)", "b.yaml");
+  ASSERT_EQ(c.unknown_keys.size(), 3u);
+  EXPECT_EQ(c.unknown_keys[0], "b.yaml: unknown key 'benchmark.gpu_selecton' ignored (did you mean 'gpu_selection'?)");
+  EXPECT_EQ(c.unknown_keys[1],
+            "b.yaml: unknown key 'benchmark.profiler.torch_profilr' ignored (did you mean 'torch_profiler'?)");
+  EXPECT_EQ(c.unknown_keys[2], "b.yaml: unknown key 'benchmark.sweep_matrix.cases[0].ISLL' ignored (did you mean 'ISL'?)");
+  // Each unknown key is also a warning; the run still parses.
+  for (const auto& u : c.unknown_keys)
+    EXPECT_NE(std::find(c.warnings.begin(), c.warnings.end(), u), c.warnings.end()) << u;
+  EXPECT_FALSE(c.torch_profiler);
+}
+
+TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
+  auto c = parse_benchmark_yaml(R"(benchmark:
+  model: m
+  gpu_selection: {count: 1}
+  profiler:
+    torch_profiler: {enabled: true}
+    gpu_monitor: {enabled: true}
+)", "b.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty());
+  auto says = [&](const std::string& key) {
+    for (const auto& w : c.warnings)
+      if (w.find(key + " is accepted but not applied") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(says("benchmark.gpu_selection"));
+  EXPECT_TRUE(says("benchmark.profiler.gpu_monitor"));
+  EXPECT_FALSE(says("benchmark.profiler.torch_profiler"));
+  EXPECT_TRUE(c.torch_profiler);
+}
+
+TEST(BenchmarkConfig, ShippedExampleHasNoUnknownKeys) {
+  auto c = load_benchmark_yaml(std::filesystem::path(MAGPIE_SOURCE_DIR) / "examples/benchmark.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty()) << c.unknown_keys.front();
 }
 
 TEST(EngineCommand, MagpieLaunchLines) {

@@ -1,0 +1,21 @@
+#pragma once
+// Every key the benchmark YAML accepts (Magpie's, interface §3 in
+// docs/BENCHMARK_CONFIG.md, plus ours), and what happens to the rest: an
+// unknown key is named with the nearest known one; a key Magpie has that this
+// version does not apply yet says so instead of passing silently.
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace magpie::serve {
+
+struct KeyCheck {
+  std::vector<std::string> unknown;      // messages; errors under --strict
+  std::vector<std::string> not_applied;  // messages; always warnings
+};
+
+// `root` is the whole document (with or without the `benchmark:` wrapper).
+KeyCheck check_benchmark_keys(const YAML::Node& root, const std::string& origin);
+
+}  // namespace magpie::serve
