@@ -121,11 +121,11 @@ Tool gap_analysis_tool() {
   t.description =
       "Where GPU time goes in PyTorch profiler (Kineto) or rocprof traces: the top kernels by "
       "total time with calls, median, share and launching op, merged over rank files. Reads "
-      "trace_dir (a folder of .json/.json.gz traces, or one trace file) and writes "
+      "trace_dir (a folder of .json/.json.gz traces, one per rank) and writes "
       "gap_analysis.csv/json under output_dir/gap_analysis. Reports progress per file.";
   t.long_running = true;
   t.input_schema = s::input(
-      {{"trace_dir", s::path("Folder of trace files (or DIR/torch_trace), or one trace file")},
+      {{"trace_dir", s::path("Folder of trace files, one per rank (or DIR/torch_trace)")},
        {"start_pct", s::with_default(s::number("Analyse from this % of the trace's span", 0), 0)},
        {"end_pct", s::with_default(s::number("... up to this %", 0), 100)},
        {"top_k", s::with_default(s::integer("Kernels in the top list", 1), 20)},

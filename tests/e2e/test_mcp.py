@@ -264,3 +264,100 @@ def test_http_bearer_token(magpie, store_env):
         assert status == 200
     finally:
         server.stop()
+
+
+# ---- the trace tools, progress, and the results tools on what they recorded ----
+
+def trace_dir_of(tmp_path, *files):
+    """A folder holding symlinks to these trace files (gap_analysis reads folders)."""
+    d = tmp_path / "traces"
+    d.mkdir(exist_ok=True)
+    for f in files:
+        (d / Path(f).name).symlink_to(f)
+    return d
+
+
+def test_gap_analysis_example_trace_with_progress(target, tmp_path):
+    seen = []
+
+    async def progress(p, total, message):
+        seen.append((p, total, message))
+
+    out_dir = tmp_path / "out"
+    result, tool = run(call(target, "gap_analysis", {"trace_dir": str(EXAMPLE_TRACES), "top_k": 5,
+                                                     "output_dir": str(out_dir)}, progress))
+    out = check_result(result, tool)
+    assert out["run_id"] > 0
+    assert Path(out["files"]["csv"]).is_file() and Path(out["files"]["json"]).is_file()
+    assert "nvjet" in result.content[0].text  # the console summary names the top kernel
+    assert seen, "no notifications/progress arrived"
+    assert any("loaded" in (m or "") for _, _, m in seen)
+
+
+@pytest.mark.parametrize("files", [
+    ["hta__sendrecv-rank-0.json.gz", "hta__sendrecv-rank-1.json.gz"],
+    ["traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"],
+    ["rocprof__908_results.json.gz"],
+])
+def test_gap_analysis_shared_traces(magpie, store_env, tmp_path, files):
+    public = shared_traces() / "public"
+    paths = [public / f for f in files]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        pytest.skip(f"shared traces not present: {missing}")
+    target = StdioServerParameters(command=str(magpie), args=["mcp"], env=store_env)
+    result, tool = run(call(target, "gap_analysis", {"trace_dir": str(trace_dir_of(tmp_path, *paths)),
+                                                     "output_dir": str(tmp_path / "out")}))
+    out = check_result(result, tool)
+    assert out["report"], out
+
+
+def test_tracelens_example_trace(target, tmp_path):
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    result, tool = run(call(target, "tracelens", {"trace": str(trace), "output_dir": str(tmp_path)}))
+    out = check_result(result, tool)
+    assert out["run_id"] > 0
+    assert (tmp_path / "tracelens" / "tracelens_manifest.json").is_file()
+    assert "decode" in result.content[0].text
+
+
+def test_missing_trace_dir_is_a_tool_error(target, tmp_path):
+    result, _ = run(call(target, "gap_analysis", {"trace_dir": str(tmp_path / "nope")}))
+    assert result.is_error
+    text = result.content[0].text
+    assert "nope" in text and "does not exist" in text
+
+
+def test_results_tools(target, tmp_path):
+    # Two gap analyses to compare, recorded in this suite's store.
+    outs = []
+    for top_k in (3, 5):
+        out_dir = tmp_path / f"gap{top_k}"
+        result, tool = run(call(target, "gap_analysis", {"trace_dir": str(EXAMPLE_TRACES), "top_k": top_k,
+                                                         "output_dir": str(out_dir)}))
+        outs.append(check_result(result, tool))
+    result, tool = run(call(target, "list_benchmark_results", {"kind": "gap_analysis", "limit": 50}))
+    listed = check_result(result, tool)
+    ids = {r["id"] for r in listed["runs"]}
+    assert {o["run_id"] for o in outs} <= ids
+
+    ws = [o["output_dir"] for o in outs]
+    result, tool = run(call(target, "list_benchmark_results", {"output_dir": str(tmp_path)}))
+    under = check_result(result, tool)
+    assert {r["workspace"] for r in under["runs"]} == set(ws)
+
+    result, tool = run(call(target, "get_benchmark_result", {"workspace_dir": ws[0], "include_raw_result": True}))
+    got = check_result(result, tool)
+    assert got["run"]["id"] == outs[0]["run_id"] and got["run"]["status"] == "succeeded"
+    assert got["kernel_tables"] and got["report"]
+    result, tool = run(call(target, "get_benchmark_result", {"workspace_dir": str(outs[1]["run_id"])}))
+    assert check_result(result, tool)["run"]["workspace"] == ws[1]
+
+    result, tool = run(call(target, "compare_benchmark_reports", {
+        "workspace_dirs": ws, "labels": ["top3", "top5"], "output_dir": str(tmp_path / "cmp")}))
+    cmp = check_result(result, tool)
+    assert cmp["files"] and all(Path(f).is_file() for f in cmp["files"])
+    assert cmp["ops"]["labels"] == ["top3", "top5"] and cmp["ops"]["rows"]
+
+    result, _ = run(call(target, "get_benchmark_result", {"workspace_dir": str(tmp_path / "missing")}))
+    assert result.is_error and "missing" in result.content[0].text
