@@ -534,3 +534,31 @@ def test_server_killed_mid_benchmark_leaves_store_intact(magpie, store_env, vllm
     db = sqlite3.connect(store_env["MAGPIE_RESULTS_DB"])
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
+
+
+# ---- kernels: analyze a CPU PyTorch kernel (correctness only) ----
+
+SOFTMAX = REPO_ROOT / "examples" / "kernels" / "softmax"
+
+
+def torch_env(store_env):
+    """The kernel harness runs `python3 -m magpie_bench`: put the vllm venv (it has torch) first."""
+    return dict(store_env, PATH=f"{env.VLLM.parent}:{store_env['PATH']}")
+
+
+def test_analyze_cpu_pytorch_kernel(magpie, store_env, engine, tmp_path):
+    config = tmp_path / "softmax_torch.yaml"
+    config.write_text(
+        "kernel:\n  id: softmax_torch\n  type: pytorch\n"
+        f"  working_dir: {SOFTMAX}\n"
+        "  bench_target: {module: softmax_torch, callable: softmax, get_inputs: get_inputs}\n")
+    target = StdioServerParameters(command=str(magpie), args=["mcp"], env=torch_env(store_env))
+    result, tool = run(call(target, "analyze", {"kernel_config": str(config), "check_performance": False,
+                                                "output_dir": str(tmp_path / "out")}))
+    out = check_result(result, tool)
+    assert out["all_correct"], result.content[0].text
+    assert Path(out["report_path"]).is_file()
+    assert "softmax_torch" in result.content[0].text
+    result, _ = run(call(target, "analyze", {"kernel_path": str(tmp_path / "nope.py"), "testcase_command": "true",
+                                            "kernel_type": "pytorch"}))
+    assert result.is_error and "nope.py" in result.content[0].text
