@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plain-Python gap analysis: the baseline `magpie benchmark --trace-dir` is timed against.
 
-It does what Python Magpie's gap analysis does (MAGPIE_INTERFACE.md §5) the way a
+It does what Python Magpie's gap analysis does (docs/MAGPIE_COMPATIBILITY.md §5) the way a
 Python tool does it: `json.load` of each whole trace, a dict keyed by kernel name,
 and `csv` to write `gap_analysis.csv` with the six base columns.
 

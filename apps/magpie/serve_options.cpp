@@ -29,7 +29,8 @@ CLI::Option* ServeOptions::find(const void* field) const {
 void ServeOptions::register_with(CLI::App* sub) {
   const char* magpie = "Serving benchmark (Magpie-compatible)";
   const char* ours = "Serving benchmark: client and server";
-  add(sub, "-b,--benchmark-config", config_path_, "Benchmark YAML (interface §3)", magpie)
+  add(sub, "-b,--benchmark-config", config_path_,
+      "Benchmark YAML (docs/MAGPIE_COMPATIBILITY.md §3)", magpie)
       ->check(CLI::ExistingFile);
   add(sub, "-m,--model", model_, "Model id or local path", magpie);
   add(sub, "-p,--precision", precision_, "fp8|fp16|bf16|fp4 (default fp8)", magpie);

@@ -1,5 +1,5 @@
 #pragma once
-// Flags of `magpie benchmark` for serving runs (interface §1 plus ours), and
+// Flags of `magpie benchmark` for serving runs (docs/MAGPIE_COMPATIBILITY.md §1 plus ours), and
 // the entry that turns them into a serve::run_benchmark call.
 #include <CLI/CLI.hpp>
 #include <string>

@@ -166,7 +166,7 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
 
 
 def latency_payload(result):
-    """The MAGPIE_LATENCY_JSON payload (interface §8) for a time_callable result."""
+    """The MAGPIE_LATENCY_JSON payload (docs/MAGPIE_COMPATIBILITY.md §8) for a time_callable result."""
     if "error" in result:
         return {"error": result["error"]}
     s = sorted(result["samples_ms"])

@@ -1,5 +1,5 @@
 #pragma once
-// Gap analysis (Magpie-compatible, interface §5): which GPU kernels cost the
+// Gap analysis (Magpie-compatible, docs/MAGPIE_COMPATIBILITY.md §5): which GPU kernels cost the
 // most, per rank and merged over ranks, plus each rank's GPU timeline.
 #include <map>
 #include <string>

@@ -33,7 +33,7 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result,
 // The `gap_analysis` block of benchmark_report.json.
 nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapReportFiles& files);
 
-// Magpie's console summary (interface §1), without the warnings.
+// Magpie's console summary (docs/MAGPIE_COMPATIBILITY.md §1), without the warnings.
 std::string gap_console_summary(const GapAnalysisResult& result, const GapReportFiles& files);
 
 }  // namespace magpie::analysis

@@ -1,6 +1,6 @@
 #pragma once
 // The step annotations inference engines put around one scheduler iteration
-// (REFERENCE.md §2), parsed into what the stage splitter and the attention
+// (docs/REFERENCE_FACTS.md §2), parsed into what the stage splitter and the attention
 // perf models need: which stage the step is, its batch, and its token counts.
 #include <cstdint>
 #include <optional>

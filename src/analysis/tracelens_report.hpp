@@ -3,7 +3,7 @@
 // profiler.tracelens section: load the rank-0 trace (and graph-capture traces),
 // split it into stages, model and roofline every op, and write the reports
 // under DIR/tracelens/ with a manifest shaped like Magpie's
-// benchmark_report.json.tracelens_analysis (MAGPIE_INTERFACE.md §6).
+// benchmark_report.json.tracelens_analysis (docs/MAGPIE_COMPATIBILITY.md §6).
 #include <cstdint>
 #include <filesystem>
 #include <functional>

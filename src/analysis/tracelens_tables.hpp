@@ -1,6 +1,6 @@
 #pragma once
 // A stage's analysis rendered as TraceLens-style tables (column names as
-// TraceLens writes them) plus Magpie's compact roofline summary (interface §6).
+// TraceLens writes them) plus Magpie's compact roofline summary (docs/MAGPIE_COMPATIBILITY.md §6).
 #include <string>
 #include <vector>
 

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The kernels a harness says it timed: the Python harness lists them in
-// crosscheck.kernels; a user harness names one in kernel_name (interface §8).
+// crosscheck.kernels; a user harness names one in kernel_name (docs/MAGPIE_COMPATIBILITY.md §8).
 // Names are not split on commas: template arguments contain them.
 std::vector<std::string> timed_kernel_names(const LatencyReport& lat) {
   const auto& p = lat.payload;

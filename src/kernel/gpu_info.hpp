@@ -18,7 +18,7 @@ struct GpuInfo {
 // "9.0" → "sm_90"; nullopt for anything else.
 std::optional<std::string> sm_arch_from_compute_cap(const std::string& cap);
 
-// Datasheet peaks by marketing name (REFERENCE.md §4); zeros when unknown.
+// Datasheet peaks by marketing name (docs/REFERENCE_FACTS.md §4); zeros when unknown.
 void fill_peaks(GpuInfo& info);
 
 // Asks nvidia-smi (--query-gpu=name,compute_cap), then rocminfo. MAGPIE_GPU_ARCH

@@ -1,6 +1,6 @@
 #pragma once
 // The kernel config (`magpie analyze|compare -k kernel.yaml`), per
-// MAGPIE_INTERFACE.md §2: Magpie's keys with Magpie's defaults, plus our own
+// docs/MAGPIE_COMPATIBILITY.md §2: Magpie's keys with Magpie's defaults, plus our own
 // measurement settings (documented in docs/KERNEL_EVALUATION.md).
 #include <cstdint>
 #include <filesystem>

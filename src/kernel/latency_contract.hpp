@@ -1,5 +1,5 @@
 #pragma once
-// The `MAGPIE_LATENCY_JSON: {...}` line a user harness prints (interface §8):
+// The `MAGPIE_LATENCY_JSON: {...}` line a user harness prints (docs/MAGPIE_COMPATIBILITY.md §8):
 // the last such line counts; it succeeds when it parses and has no "error" key.
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // analyze_report.json and compare_report.json in Magpie's structure
-// (interface §4), with our statistics in extra fields beside Magpie's.
+// (docs/MAGPIE_COMPATIBILITY.md §4), with our statistics in extra fields beside Magpie's.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -1,12 +1,10 @@
 #pragma once
-// Splits one CSV line (RFC 4180 quoting, no embedded newlines): enough for
-// the profilers' outputs, which quote every field.
-#include <string>
-#include <string_view>
-#include <vector>
+// The CSV line splitter lives in core (one for every reader); profiler code
+// keeps calling it by this name.
+#include "core/csv_line.hpp"
 
 namespace magpie::profiler {
 
-std::vector<std::string> split_csv_line(std::string_view line);
+using magpie::split_csv_line;
 
 }  // namespace magpie::profiler

@@ -1,5 +1,5 @@
 #pragma once
-// `magpie benchmark` settings: Magpie's YAML (interface §3) and inline flags
+// `magpie benchmark` settings: Magpie's YAML (docs/MAGPIE_COMPATIBILITY.md §3) and inline flags
 // (§1) resolved into one struct, plus our client knobs.
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #pragma once
-// Every key the benchmark YAML accepts (Magpie's, interface §3 in
-// docs/BENCHMARK_CONFIG.md, plus ours), and what happens to the rest: an
+// Every key the benchmark YAML accepts (Magpie's, docs/MAGPIE_COMPATIBILITY.md §3,
+// plus ours), and what happens to the rest: an
 // unknown key is named with the nearest known one; a key Magpie has that this
 // version does not apply yet says so instead of passing silently.
 #include <string>

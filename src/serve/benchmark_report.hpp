@@ -1,5 +1,5 @@
 #pragma once
-// benchmark_report.json with Magpie's keys (interface §4) and summary.txt.
+// benchmark_report.json with Magpie's keys (docs/MAGPIE_COMPATIBILITY.md §4) and summary.txt.
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -12,7 +12,7 @@ namespace magpie::serve {
 enum class GpuVendor { kNvidia, kAmd, kNone };
 GpuVendor vendor_for_arch(const std::string& gpu_arch);  // sm_* → NVIDIA, gfx* → AMD
 
-// Magpie's image choice by framework and GPU arch (interface §3).
+// Magpie's image choice by framework and GPU arch (docs/MAGPIE_COMPATIBILITY.md §3).
 std::string default_image(Framework f, const std::string& gpu_arch);
 
 struct DockerSpec {

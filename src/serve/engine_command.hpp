@@ -1,5 +1,5 @@
 #pragma once
-// The launch line of each engine, with Magpie's defaults (interface §3), and
+// The launch line of each engine, with Magpie's defaults (docs/MAGPIE_COMPATIBILITY.md §3), and
 // the profiler directory variable each one reads.
 #include <map>
 #include <string>

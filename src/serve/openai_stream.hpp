@@ -1,6 +1,6 @@
 #pragma once
 // Reads an OpenAI-compatible completion stream event by event and applies
-// vLLM bench serve's timing rules (shared REFERENCE.md §5): a chunk counts
+// vLLM bench serve's timing rules (docs/REFERENCE_FACTS.md §5): a chunk counts
 // when its `choices` is non-empty; the usage-only chunk and [DONE] do not.
 // A mid-stream {"error": ...}, a non-JSON event, and a stream that ends
 // without [DONE] are failures (vLLM's own client ignores the first).

@@ -1,5 +1,5 @@
 #pragma once
-// Serving metrics with vLLM bench serve's definitions (REFERENCE.md §5), so
+// Serving metrics with vLLM bench serve's definitions (docs/REFERENCE_FACTS.md §5), so
 // numbers agree across tools: TTFT, TPOT = (E2EL−TTFT)/(out−1), ITL per
 // chunk, E2EL; mean, median, population std (numpy's np.std) and linear-
 // interpolated percentiles; throughputs over the run's duration; goodput.

@@ -57,7 +57,7 @@ struct KernelName {
   // Code the user does not own: vendor and framework libraries, runtime copies.
   bool library_owned = false;
   KernelCategory category = KernelCategory::kOther;
-  // Magpie's vocabulary (interface section 5): annotation, tensile_gemm,
+  // Magpie's vocabulary (docs/MAGPIE_COMPATIBILITY.md §5): annotation, tensile_gemm,
   // hip_cpp, aiter, ck_tile, aten_native, inductor, triton_jit, unknown.
   std::string magpie_kind;
   // attention, gemm, moe_gemm, layernorm, softmax, copy, elementwise,

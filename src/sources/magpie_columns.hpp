@@ -1,6 +1,6 @@
 #pragma once
 // The fifteen kernel-source columns Magpie appends to gap_analysis.csv with
-// --find-kernel-sources (interface section 5), and the $VAR path mappings
+// --find-kernel-sources (docs/MAGPIE_COMPATIBILITY.md §5), and the $VAR path mappings
 // they are written with.
 #include <filesystem>
 #include <string>

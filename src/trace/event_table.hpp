@@ -10,7 +10,7 @@
 
 namespace magpie::trace {
 
-// Kineto's event categories (REFERENCE.md §1). The raw category string is kept
+// Kineto's event categories (docs/REFERENCE_FACTS.md §1). The raw category string is kept
 // too (EventTable::cat_name) because users filter by substring of it.
 enum class Category : uint8_t {
   kUnknown,  // no "cat" field

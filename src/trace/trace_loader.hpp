@@ -18,7 +18,7 @@ Trace load_trace(const std::filesystem::path& path, const IngestOptions& options
 // "-rank-3.", "rank3", "rank_3", "rank-3" anywhere in the file name.
 std::optional<int> rank_from_file_name(std::string_view file_name);
 
-// Magpie's discovery order (interface §5): `*-rank-*.pt.trace.json.gz`, then
+// Magpie's discovery order (docs/MAGPIE_COMPATIBILITY.md §5): `*-rank-*.pt.trace.json.gz`, then
 // `*-rank-*.pt.trace.json`, else every *.json / *.json.gz (plus rocprofv3
 // *_kernel_trace.csv) in name order. Uses DIR/torch_trace when it exists.
 // Throws Error(kNotFound) for a missing directory or one without traces.

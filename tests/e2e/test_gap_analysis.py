@@ -2,7 +2,7 @@
 
 Each trace is copied alone into a temporary directory, analysed by the real
 binary, and the CSV/JSON it writes is compared with an independent computation
-made here with nothing but json and gzip (MAGPIE_INTERFACE.md §5):
+made here with nothing but json and gzip (docs/MAGPIE_COMPATIBILITY.md §5):
 
   keep an event when its lower-cased `cat` contains none of the ignored
   categories and one of the wanted ones; aggregate by exact `name`.

@@ -127,9 +127,10 @@ def test_sweep_two_concurrencies_local_launch(magpie, tiny_model, tmp_path):
     for c in cases:
         assert c["throughput"]["completed_requests"] == 8
         assert Path(c["raw_result_path"]).is_file() and Path(c["requests_path"]).is_file()
+    # Throughput is not compared across the two cases: on a CPU server sharing
+    # the machine it depends on what else runs. test_serving_compare.py checks
+    # a sweep's throughput against a server with a known schedule.
     assert cases[0]["peak_concurrency"] == 1 and cases[1]["peak_concurrency"] == 4
-    # More concurrency, more throughput on the same server.
-    assert cases[1]["throughput"]["output_throughput"] > cases[0]["throughput"]["output_throughput"]
     server = report["server"]
     assert server["mode"] == "local" and "vllm" in server["command"] and "serve" in server["command"]
     assert (ws / "server.log").stat().st_size > 0

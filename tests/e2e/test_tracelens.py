@@ -8,10 +8,10 @@ figures computed here independently, with nothing but json, csv and gzip:
   * GEMM FLOPs = 2·M·N·K (+ M·N for a bias) from the recorded Input Dims, both
     per row of the compact CSV and summed over every GEMM op of the raw trace
     that launched a kernel (pytorch mode, whole trace);
-  * roofline_bound against the ridge point of the datasheet peaks (REFERENCE.md §4);
+  * roofline_bound against the ridge point of the datasheet peaks (docs/REFERENCE_FACTS.md §4);
   * time_pct summing to 100 within rounding;
   * graph attribution coverage for the vLLM capture/replay pairs;
-  * the compact CSV's columns and the manifest's shape (MAGPIE_INTERFACE.md §6);
+  * the compact CSV's columns and the manifest's shape (docs/MAGPIE_COMPATIBILITY.md §6);
   * bad inputs that still give reports, with a warning that says what to do.
 """
 import csv
@@ -37,7 +37,7 @@ SIMPLE_COLUMNS = [
     "compute_spec", "roofline_bound", "pct_roofline_mean", "roofline_time_us", "has_perf_model",
     "params_json", "input_dims", "input_type"]
 
-# Dense datasheet peaks (REFERENCE.md §4; AMD's datasheets give MI300X 1307.4 and
+# Dense datasheet peaks (docs/REFERENCE_FACTS.md §4; AMD's datasheets give MI300X 1307.4 and
 # 163.4 TFLOP/s, which the reference rounds): bf16/fp16 matrix and fp32 vector
 # TFLOP/s, TB/s. 16-bit vector work runs at the fp32 vector peak (PyTorch's
 # elementwise kernels compute in fp32; gpu_arch.hpp documents the fallback).

@@ -1,6 +1,6 @@
-#include "profiler/csv_line.hpp"
+#include "core/csv_line.hpp"
 
-namespace magpie::profiler {
+namespace magpie {
 
 std::vector<std::string> split_csv_line(std::string_view line) {
   std::vector<std::string> out;
@@ -30,4 +30,4 @@ std::vector<std::string> split_csv_line(std::string_view line) {
   return out;
 }
 
-}  // namespace magpie::profiler
+}  // namespace magpie

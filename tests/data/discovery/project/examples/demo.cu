@@ -1,0 +1,1 @@
+__global__ void example_kernel(float* p) { p[0] = 1; }

@@ -1,0 +1,1 @@
+__global__ void test_only_cuda(float* p) { p[0] = 0; }

@@ -1,0 +1,183 @@
+"""A streaming OpenAI-compatible server whose token timing is known exactly:
+the ground truth that serving clients' TTFT, ITL, TPOT and E2EL are checked
+against (tests/e2e/test_serving_compare.py).
+
+Every POST /v1/completions with "stream": true gets its first token T0 after
+the request arrived (its body fully read) and each next token G after the one
+before, on a fixed schedule measured from that arrival: token k (0-based) is
+written at arrival + T0 + k*G, never earlier, whatever happened to the tokens
+before it (a late token does not push the rest back). Each request keeps its
+own schedule on one asyncio loop; a stream is a few small writes, so
+concurrent streams cost the loop next to nothing.
+
+Exactly max_tokens tokens when "ignore_eos" is true. Without it the stub
+"meets EOS" after ceil(max_tokens / 2) tokens, so a client that forgets
+ignore_eos reports visibly wrong token counts. With
+stream_options.include_usage the stream ends with a usage chunk, then
+"data: [DONE]". prompt_tokens is a token-id prompt's length; for a text
+prompt it is its word count with --words-are-tokens (right for the tests'
+tiny model, whose tokenizer is one word per token: tiny_llama.py), else it is
+left out (the stub has no tokenizer) and clients keep their own count. One
+event per HTTP chunk, one token per event, keep-alive.
+
+Timers: asyncio sleeps round up to the millisecond (epoll's timeout), so a
+token leaves 0-1 ms after its deadline on an idle machine; on a loaded one,
+whatever the scheduler adds. The stub records, per request, how late each
+token was written (--log, JSON lines), so a test can show where lateness came
+from.
+
+    python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
+        [--model NAME] [--words-are-tokens] [--log FILE]
+prints "port N" on stdout once it listens. GET /health, /v1/models and
+/metrics answer as vLLM's do (enough for `vllm bench serve` and
+`magpie benchmark --endpoint`). Standard library only."""
+import argparse
+import asyncio
+import json
+import math
+import sys
+import time
+
+
+def sse(obj) -> bytes:
+    """One SSE event as one HTTP/1.1 chunk."""
+    data = b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def plain(status: str, body: bytes, ctype: str = "application/json") -> bytes:
+    return (f"HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n\r\n"
+            .encode() + body)
+
+
+class TimedStreamServer:
+    def __init__(self, ttft_s: float, itl_s: float, model: str, words_are_tokens: bool,
+                 log_path: str | None):
+        self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
+        self.words_are_tokens = words_are_tokens
+        self.log = open(log_path, "a") if log_path else None
+        self.requests = 0
+        self.tokens = 0
+
+    async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                arrival = time.monotonic()  # the schedule's origin: the request is fully read
+                if method == "POST" and target.split("?")[0] == "/v1/completions":
+                    await self.stream_completion(writer, body, arrival)
+                else:
+                    writer.write(self.answer_get(method, target.split("?")[0]))
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    def answer_get(self, method: str, path: str) -> bytes:
+        if method != "GET":
+            return plain("404 Not Found", b'{"error": "not found"}')
+        if path == "/health":
+            return plain("200 OK", b"")
+        if path == "/v1/models":
+            card = {"id": self.model, "object": "model", "created": 0, "owned_by": "magpie-test",
+                    "root": self.model, "max_model_len": 4096}
+            return plain("200 OK", json.dumps({"object": "list", "data": [card]}).encode())
+        if path == "/metrics":
+            text = (f"timed_stub:request_success_total {self.requests}\n"
+                    f"timed_stub:generation_tokens_total {self.tokens}\n")
+            return plain("200 OK", text.encode(), "text/plain; version=0.0.4")
+        return plain("404 Not Found", b'{"error": "not found"}')
+
+    async def stream_completion(self, writer: asyncio.StreamWriter, body: bytes, arrival: float):
+        try:
+            req = json.loads(body)
+        except ValueError:
+            writer.write(plain("400 Bad Request", b'{"error": "body is not JSON"}'))
+            return
+        prompt = req.get("prompt")
+        single_text = isinstance(prompt, str)
+        single_ids = isinstance(prompt, list) and bool(prompt) and all(isinstance(t, int) for t in prompt)
+        max_tokens = req.get("max_tokens")
+        if not req.get("stream") or not (single_text or single_ids) or not isinstance(max_tokens, int) \
+                or max_tokens < 1:
+            msg = "the timed stub serves only streamed requests with one prompt and max_tokens >= 1"
+            writer.write(plain("400 Bad Request", json.dumps({"error": msg}).encode()))
+            return
+        ignore_eos = bool(req.get("ignore_eos"))
+        n = max_tokens if ignore_eos else math.ceil(max_tokens / 2)
+        opts = req.get("stream_options") or {}
+        include_usage = bool(opts.get("include_usage"))
+        continuous = include_usage and bool(opts.get("continuous_usage_stats"))
+        prompt_tokens = len(prompt) if single_ids else len(prompt.split()) if self.words_are_tokens else None
+        self.requests += 1
+        rid = f"cmpl-timed-{self.requests}"
+
+        def usage(completion: int):
+            u = {"completion_tokens": completion}
+            if prompt_tokens is not None:
+                u.update(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens + completion)
+            return u
+
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")
+        late_ms = []
+        for k in range(n):
+            deadline = arrival + self.ttft_s + k * self.itl_s
+            while (wait := deadline - time.monotonic()) > 0:  # never early, whatever the timer does
+                await asyncio.sleep(wait)
+            finish = None if k + 1 < n else ("length" if ignore_eos or n == max_tokens else "stop")
+            event = {"id": rid, "object": "text_completion", "created": 0, "model": req.get("model"),
+                     "choices": [{"index": 0, "text": f" t{k}", "logprobs": None, "finish_reason": finish,
+                                  "stop_reason": None}],
+                     "usage": usage(k + 1) if continuous else None}
+            writer.write(sse(event))
+            await writer.drain()
+            late_ms.append((time.monotonic() - deadline) * 1e3)
+            self.tokens += 1
+        if include_usage:
+            writer.write(sse({"id": rid, "object": "text_completion", "created": 0, "model": req.get("model"),
+                              "choices": [], "usage": usage(n)}))
+        writer.write(sse(b"[DONE]") + b"0\r\n\r\n")
+        if self.log:
+            record = {"id": rid, "prompt_kind": "ids" if single_ids else "text",
+                      "prompt_tokens": prompt_tokens, "max_tokens": max_tokens, "ignore_eos": ignore_eos,
+                      "include_usage": include_usage, "tokens": n, "late_ms": [round(x, 3) for x in late_ms]}
+            self.log.write(json.dumps(record) + "\n")
+            self.log.flush()
+
+
+async def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ttft-ms", type=float, required=True)
+    ap.add_argument("--itl-ms", type=float, required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--model", default="timed-stub")
+    ap.add_argument("--words-are-tokens", action="store_true")
+    ap.add_argument("--log")
+    a = ap.parse_args(argv)
+    stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log)
+    server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
+    print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)
