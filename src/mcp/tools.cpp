@@ -144,6 +144,9 @@ ToolRegistry magpie_tools() {
   r.add(analyze_tool());
   r.add(compare_tool());
   r.add(configure_gpu_tool());
+  r.add(discover_kernels_tool());
+  r.add(suggest_optimizations_tool());
+  r.add(create_kernel_config_tool());
   r.add(benchmark_tool());
   r.add(gap_analysis_tool());
   r.add(tracelens_tool());

@@ -562,3 +562,44 @@ def test_analyze_cpu_pytorch_kernel(magpie, store_env, engine, tmp_path):
     result, _ = run(call(target, "analyze", {"kernel_path": str(tmp_path / "nope.py"), "testcase_command": "true",
                                             "kernel_type": "pytorch"}))
     assert result.is_error and "nope.py" in result.content[0].text
+
+
+def test_discover_create_config_analyze_suggest(magpie, store_env, engine, tmp_path):
+    """The agent's kernel loop: find kernels, draft a config, analyze it, ask for advice."""
+    target = StdioServerParameters(command=str(magpie), args=["mcp"], env=torch_env(store_env))
+    result, tool = run(call(target, "discover_kernels", {"project_path": str(REPO_ROOT / "examples" / "kernels")}))
+    found = check_result(result, tool)
+    names = {k["name"] for k in found["kernels"]}
+    assert {"vector_add", "matmul_naive", "matmul_tiled", "_softmax_rows"} <= names, names
+
+    check = tmp_path / "check_softmax.py"
+    check.write_text(
+        "import os, sys\nsys.path.insert(0, os.getcwd())\nimport torch\nfrom softmax_torch import softmax\n"
+        "x = torch.randn(64, 128)\nref = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)\n"
+        "assert torch.allclose(softmax(x), ref, atol=1e-5)\n")
+    config = tmp_path / "softmax.yaml"
+    result, tool = run(call(target, "create_kernel_config", {
+        "kernel_id": "softmax_torch", "kernel_path": str(SOFTMAX / "softmax_torch.py"),
+        "testcase_command": f"python3 {check}", "kernel_type": "pytorch", "config_path": str(config)}))
+    drafted = check_result(result, tool)
+    assert "softmax_torch" in drafted["config_content"] and config.read_text() == drafted["config_content"]
+
+    result, tool = run(call(target, "analyze", {"kernel_config": str(config), "check_performance": False,
+                                                "output_dir": str(tmp_path / "out")}))
+    analyzed = check_result(result, tool)
+    assert analyzed["all_correct"], result.content[0].text
+
+    entry = analyzed["report"]["results"][0]
+    result, tool = run(call(target, "suggest_optimizations", {"analysis_result": entry}))
+    advice = check_result(result, tool)
+    assert advice["kernel_id"] == "softmax_torch" and advice["summary"]
+
+    result, tool = run(call(target, "gap_analysis", {"trace_dir": str(EXAMPLE_TRACES),
+                                                     "output_dir": str(tmp_path / "gap")}))
+    gap = json.loads(Path(check_result(result, tool)["files"]["json"]).read_text())
+    result, tool = run(call(target, "suggest_optimizations", {"analysis_result": gap}))
+    advice = check_result(result, tool)
+    assert advice["bottlenecks"], advice
+
+    result, _ = run(call(target, "suggest_optimizations", {"analysis_result": {"nonsense": 1}}))
+    assert result.is_error

@@ -32,6 +32,10 @@ Tool get_benchmark_result_tool();
 Tool compare_benchmark_reports_tool();
 // tools_serve.cpp: serving
 Tool list_benchmark_images_tool();
+// tools_kernel.cpp: kernel discovery, config drafts, advice
+Tool discover_kernels_tool();
+Tool create_kernel_config_tool();
+Tool suggest_optimizations_tool();
 // tools_jobs.cpp: the long tools (src/jobs)
 Tool gap_analysis_tool();
 Tool tracelens_tool();
