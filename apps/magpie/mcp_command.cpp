@@ -1,11 +1,11 @@
 #include "mcp_command.hpp"
 
-#include <ext/stdio_filebuf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <ext/stdio_filebuf.h>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -27,14 +27,19 @@ constexpr const char* kHelp =
     "stdio (the agent starts magpie itself):\n"
     "  Claude Code:  claude mcp add magpie -- /path/to/magpie mcp\n"
     "  any client's mcpServers JSON:\n"
-    "    {\"mcpServers\": {\"magpie\": {\"command\": \"/path/to/magpie\", \"args\": [\"mcp\"]}}}\n\n"
+    "    {\"mcpServers\": {\"magpie\": {\"command\": \"/path/to/magpie\", \"args\": "
+    "[\"mcp\"]}}}\n\n"
     "Streamable HTTP (one server, several agents):\n"
     "  magpie mcp --http 8765                  # http://127.0.0.1:8765/mcp\n"
     "  magpie mcp --http 0.0.0.0:8765 --token T   # other hosts; clients send\n"
     "                                             # 'Authorization: Bearer T'\n"
-    "  Claude Code:  claude mcp add --transport http magpie http://127.0.0.1:8765/mcp\n\n"
+    "  Claude Code:  claude mcp add --transport http magpie http://127.0.0.1:8765/mcp \\\n"
+    "                  [--header 'Authorization: Bearer T']\n"
+    "  ($MAGPIE_HOST / $MAGPIE_PORT choose the address when --http has none.)\n\n"
     "Long tools (benchmark, analyze, compare, gap_analysis, tracelens) run at most --max-jobs\n"
-    "at once; the rest queue. Logs go to stderr. docs/MCP.md has an example call per tool.";
+    "at once; the rest queue. Runs are recorded in the results store ($MAGPIE_RESULTS_DB, else\n"
+    "~/.magpie/results.db). Logs go to stderr (-v: every call). docs/MCP.md has an example call\n"
+    "per tool.";
 
 void log_line(const std::string& line) {
   static std::mutex m;
@@ -163,9 +168,8 @@ int McpCommand::run_http(bool verbose) {
     log_line("signal " + std::to_string(sig) + ": stopping");
     server.stop();
   });
-  std::string shown_host = h.host.find(':') != std::string::npos && h.host.front() != '['
-                               ? "[" + h.host + "]"
-                               : h.host;
+  std::string shown_host =
+      h.host.find(':') != std::string::npos && h.host.front() != '[' ? "[" + h.host + "]" : h.host;
   log_line("serving " + std::to_string(tools.tools().size()) + " tools on http://" + shown_host +
            ":" + std::to_string(server.port()) + "/mcp" +
            (h.token.empty() ? "" : " (bearer token required)"));

@@ -28,9 +28,9 @@ SmiResult nvidia_smi(const std::vector<std::string>& args) {
   spec.argv = {"nvidia-smi"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.timeout = std::chrono::seconds(60);
-  spec.log_path = fs::temp_directory_path() /
-                  ("magpie-nvidia-smi-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(reinterpret_cast<uintptr_t>(&spec)) + ".log");
+  spec.log_path =
+      fs::temp_directory_path() / ("magpie-nvidia-smi-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(reinterpret_cast<uintptr_t>(&spec)) + ".log");
   ProcessResult r = run_process(spec);
   SmiResult out{r.ok(), log_tail(spec.log_path, 1000)};
   std::error_code ec;
@@ -47,8 +47,8 @@ std::string trim(std::string s) {
 }
 
 std::string query(int device, const std::string& field) {
-  SmiResult r = nvidia_smi({"-i", std::to_string(device), "--query-gpu=" + field,
-                            "--format=csv,noheader,nounits"});
+  SmiResult r = nvidia_smi(
+      {"-i", std::to_string(device), "--query-gpu=" + field, "--format=csv,noheader,nounits"});
   return r.ok ? trim(r.output) : "";
 }
 
@@ -113,9 +113,9 @@ GpuSettingsOutcome configure_gpus(const GpuSettingsRequest& req) {
       std::string before = query(d, "power.limit");
       std::ostringstream w;
       w << std::lround(*req.power_limit_watts);
-      ok = run_step(d, "power_limit_watts", {"-pl", w.str()},
-                    before.empty() ? std::nullopt
-                                   : std::optional<std::vector<std::string>>({"-pl", before}));
+      ok = run_step(
+          d, "power_limit_watts", {"-pl", w.str()},
+          before.empty() ? std::nullopt : std::optional<std::vector<std::string>>({"-pl", before}));
     }
     if (ok && req.gpu_clock_mhz) {
       std::string c = std::to_string(*req.gpu_clock_mhz);
@@ -132,8 +132,8 @@ GpuSettingsOutcome configure_gpus(const GpuSettingsRequest& req) {
     return out;
   }
   const GpuSettingStep& failed = out.steps.back();
-  out.error = "device " + std::to_string(failed.device) + ": `" + failed.command + "` failed: " +
-              failed.output +
+  out.error = "device " + std::to_string(failed.device) + ": `" + failed.command +
+              "` failed: " + failed.output +
               (failed.output.find("ermission") != std::string::npos || ::geteuid() != 0
                    ? " (clock and power changes need root)"
                    : "");

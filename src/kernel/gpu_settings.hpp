@@ -21,7 +21,7 @@ struct GpuSettingStep {
   std::string setting;  // "power_limit_watts", "gpu_clock_mhz", "mem_clock_mhz", "reset_*"
   std::string command;  // as run
   bool ok = false;
-  std::string output;   // nvidia-smi's message (tail)
+  std::string output;  // nvidia-smi's message (tail)
   bool rolled_back = false;
 };
 

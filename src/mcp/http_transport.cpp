@@ -106,9 +106,7 @@ bool is_known_method(const std::string& method) {
          method == "tools/call";
 }
 
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -166,22 +164,25 @@ HttpServer::HttpServer(const ToolRegistry& tools, JobRunner& jobs, ServerOptions
     throw Error(ErrorKind::kUsage,
                 "refusing to serve MCP on non-loopback address " + s.http.host +
                     " without a token: anyone who can reach it could run benchmarks and commands",
-                {}, std::nullopt, "pass --token T (clients send 'Authorization: Bearer T'), or bind 127.0.0.1");
+                {}, std::nullopt,
+                "pass --token T (clients send 'Authorization: Bearer T'), or bind 127.0.0.1");
   boost::system::error_code ec;
   std::string host = s.http.host == "localhost" ? "127.0.0.1" : s.http.host;
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   auto addr = net::ip::make_address(host, ec);
-  if (ec) throw Error(ErrorKind::kUsage, "not an IP address: " + s.http.host, {}, std::nullopt,
-                      "use 127.0.0.1, ::1, 0.0.0.0 or an interface address");
+  if (ec)
+    throw Error(ErrorKind::kUsage, "not an IP address: " + s.http.host, {}, std::nullopt,
+                "use 127.0.0.1, ::1, 0.0.0.0 or an interface address");
   tcp::endpoint ep(addr, s.http.port);
   s.acceptor.open(ep.protocol(), ec);
   if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(ep, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec)
-    throw Error(ErrorKind::kUsage, "cannot listen on " + s.http.host + ":" +
-                                       std::to_string(s.http.port) + ": " + ec.message(),
-                {}, std::nullopt, "choose another port with --http HOST:PORT or MAGPIE_PORT");
+    throw Error(
+        ErrorKind::kUsage,
+        "cannot listen on " + s.http.host + ":" + std::to_string(s.http.port) + ": " + ec.message(),
+        {}, std::nullopt, "choose another port with --http HOST:PORT or MAGPIE_PORT");
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -216,19 +217,19 @@ void HttpServer::stop() {
 }
 
 void HttpServer::State::accept_next() {
-  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec,
-                                                    tcp::socket socket) {
-    if (ec) {
-      if (self->acceptor.is_open()) self->accept_next();
-      return;
-    }
-    // One thread per connection: requests on it are synchronous and a tool
-    // call may hold it for as long as the job runs.
-    std::thread([self, sock = std::move(socket)]() mutable {
-      self->serve_connection(std::move(sock));
-    }).detach();
-    self->accept_next();
-  });
+  acceptor.async_accept(
+      [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+        if (ec) {
+          if (self->acceptor.is_open()) self->accept_next();
+          return;
+        }
+        // One thread per connection: requests on it are synchronous and a tool
+        // call may hold it for as long as the job runs.
+        std::thread([self, sock = std::move(socket)]() mutable {
+          self->serve_connection(std::move(sock));
+        }).detach();
+        self->accept_next();
+      });
 }
 
 void HttpServer::State::serve_connection(tcp::socket socket) {
@@ -322,8 +323,9 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
     if (session_id.empty() && msg.kind == MessageKind::kRequest && !is_known_method(msg.method))
       // A sessionless probe (newer clients try server/discover first): say we
       // do not have it, so the client falls back to initialize.
-      return write_plain(socket, req, http::status::ok,
-                         dump(make_error(msg.id, kMethodNotFound, "Method not found: " + msg.method)));
+      return write_plain(
+          socket, req, http::status::ok,
+          dump(make_error(msg.id, kMethodNotFound, "Method not found: " + msg.method)));
     if (session_id.empty())
       return write_rpc_error(socket, req, http::status::bad_request, kInvalidRequest,
                              "Bad Request: Mcp-Session-Id header required (send initialize first)");
@@ -350,8 +352,8 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
   }
 
   std::string accept(req[http::field::accept]);
-  bool wants_progress = msg.method == "tools/call" &&
-                        msg.params.contains("_meta") && msg.params["_meta"].is_object() &&
+  bool wants_progress = msg.method == "tools/call" && msg.params.contains("_meta") &&
+                        msg.params["_meta"].is_object() &&
                         msg.params["_meta"].contains("progressToken");
   bool stream = wants_progress && accept.find("text/event-stream") != std::string::npos;
   auto outbox = std::make_shared<ChannelOutbox>();
@@ -369,8 +371,7 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
     while (auto m = outbox->next())
       if (!m->contains("method")) response = std::move(*m);  // drop progress: none was asked for
     if (!response) return write_plain(socket, req, http::status::accepted, "", "", headers);
-    return write_plain(socket, req, http::status::ok, dump(*response), "application/json",
-                       headers);
+    return write_plain(socket, req, http::status::ok, dump(*response), "application/json", headers);
   }
 
   // Server-sent events: progress notifications as they come, then the result.

@@ -7,7 +7,8 @@ using nlohmann::json;
 ParseOutcome parse_message(std::string_view text) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded())
-    return {std::nullopt, RpcError{kParseError, "Parse error: the message is not valid JSON", nullptr}};
+    return {std::nullopt,
+            RpcError{kParseError, "Parse error: the message is not valid JSON", nullptr}};
   return classify_message(std::move(body));
 }
 
@@ -19,7 +20,8 @@ bool valid_id(const json& id) { return id.is_string() || id.is_number_integer();
 
 ParseOutcome classify_message(json body) {
   auto invalid = [](std::string why, json id = nullptr) {
-    return ParseOutcome{std::nullopt, RpcError{kInvalidRequest, "Invalid Request: " + why, std::move(id)}};
+    return ParseOutcome{std::nullopt,
+                        RpcError{kInvalidRequest, "Invalid Request: " + why, std::move(id)}};
   };
   if (body.is_array()) return invalid("batches are not supported; send one message at a time");
   if (!body.is_object()) return invalid("a message is a JSON object");

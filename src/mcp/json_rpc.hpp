@@ -24,7 +24,7 @@ struct Message {
   nlohmann::json id;  // requests and responses; null for notifications
   std::string method;
   nlohmann::json params = nlohmann::json::object();  // {} when absent
-  nlohmann::json body;                                // the whole message
+  nlohmann::json body;                               // the whole message
 };
 
 // The error reply for a message that could not be accepted.

@@ -116,16 +116,16 @@ json Session::dispatch(const Message& m) {
     std::string client = m.params.value("/clientInfo/name"_json_pointer, std::string("?"));
     options_.log("initialize from " + client + ": client asked " + it->get<std::string>() +
                  ", speaking " + version);
-    json result = {{"protocolVersion", version},
-                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                   {"serverInfo",
-                    {{"name", options_.name}, {"title", options_.title}, {"version", options_.version}}}};
+    json result = {
+        {"protocolVersion", version},
+        {"capabilities", {{"tools", {{"listChanged", false}}}}},
+        {"serverInfo",
+         {{"name", options_.name}, {"title", options_.title}, {"version", options_.version}}}};
     if (!options_.instructions.empty()) result["instructions"] = options_.instructions;
     return result;
   }
   if (m.method == "ping") return json::object();
-  if (!initialized())
-    throw RpcFailure{kInvalidRequest, "send initialize before " + m.method};
+  if (!initialized()) throw RpcFailure{kInvalidRequest, "send initialize before " + m.method};
   if (m.method == "tools/list") return tools_.list_json();
   throw RpcFailure{kMethodNotFound, "Method not found: " + m.method};
 }
@@ -139,7 +139,8 @@ void Session::on_cancelled(const json& params) {
   if (job == in_flight_.end()) return;  // finished already, or never ours: ignore (spec)
   job->second->cancel = true;
   std::string reason = params.value("reason", std::string("no reason given"));
-  options_.log("request " + key + " (" + job->second->tool + ") cancelled by the client: " + reason);
+  options_.log("request " + key + " (" + job->second->tool +
+               ") cancelled by the client: " + reason);
 }
 
 void Session::finish_request(const std::string& key) {
@@ -174,7 +175,8 @@ void Session::call_tool(const Message& m, const std::shared_ptr<Outbox>& out) {
   if (!tool) return reject("Unknown tool: " + name + " (tools/list names the tools)");
   json args = m.params.contains("arguments") ? m.params["arguments"] : json::object();
   if (args.is_null()) args = json::object();
-  if (!args.is_object()) return reject("Invalid arguments for " + name + ": arguments must be an object");
+  if (!args.is_object())
+    return reject("Invalid arguments for " + name + ": arguments must be an object");
   if (auto bad = check_schema(tool->input_schema, args))
     return reject("Invalid arguments for " + name + ": " + bad->describe());
 
@@ -237,7 +239,7 @@ void Session::call_tool(const Message& m, const std::shared_ptr<Outbox>& out) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bool cancelled = job->cancel.load();
     options_.log("tools/call " + tool->name + " (request " + key + "): " +
-                 (cancelled                  ? "cancelled"
+                 (cancelled                        ? "cancelled"
                   : result.value("isError", false) ? "error"
                                                    : "ok") +
                  " in " + std::to_string(seconds) + " s");

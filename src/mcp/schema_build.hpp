@@ -2,8 +2,8 @@
 // Terse builders for the JSON Schemas in tools.cpp, so each tool's schema
 // reads as a list of parameters.
 #include <initializer_list>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

@@ -15,15 +15,23 @@ namespace {
 
 const char* json_type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    default: return "unknown";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    default:
+      return "unknown";
   }
 }
 
@@ -88,18 +96,19 @@ std::optional<SchemaViolation> check(const json& schema, const json& v, const st
   }
   if (v.is_number()) {
     double x = v.get<double>();
-    if (auto it = schema.find("minimum"); it != schema.end() && it->is_number() &&
-                                          x < it->get<double>())
+    if (auto it = schema.find("minimum");
+        it != schema.end() && it->is_number() && x < it->get<double>())
       return fail("must be >= " + it->dump() + ", got " + v.dump());
-    if (auto it = schema.find("maximum"); it != schema.end() && it->is_number() &&
-                                          x > it->get<double>())
+    if (auto it = schema.find("maximum");
+        it != schema.end() && it->is_number() && x > it->get<double>())
       return fail("must be <= " + it->dump() + ", got " + v.dump());
   }
   if (v.is_string()) {
-    if (auto it = schema.find("minLength"); it != schema.end() && it->is_number_integer() &&
-                                            static_cast<int64_t>(v.get_ref<const std::string&>().size()) < it->get<int64_t>())
+    if (auto it = schema.find("minLength");
+        it != schema.end() && it->is_number_integer() &&
+        static_cast<int64_t>(v.get_ref<const std::string&>().size()) < it->get<int64_t>())
       return fail(it->get<int64_t>() == 1 ? std::string("must not be empty")
-                                         : "must have at least " + it->dump() + " characters");
+                                          : "must have at least " + it->dump() + " characters");
   }
   if (v.is_array()) {
     if (auto it = schema.find("minItems"); it != schema.end() && it->is_number_integer() &&
@@ -119,8 +128,8 @@ std::optional<SchemaViolation> check(const json& schema, const json& v, const st
     if (auto it = schema.find("required"); it != schema.end() && it->is_array()) {
       for (const auto& key : *it) {
         if (key.is_string() && !v.contains(key.get<std::string>()))
-          return std::optional<SchemaViolation>(SchemaViolation{
-              join_path(path, key.get<std::string>()), "required but missing"});
+          return std::optional<SchemaViolation>(
+              SchemaViolation{join_path(path, key.get<std::string>()), "required but missing"});
       }
     }
     for (const auto& [key, value] : v.items()) {

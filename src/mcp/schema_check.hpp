@@ -11,8 +11,8 @@
 namespace magpie::mcp {
 
 struct SchemaViolation {
-  std::string path;     // "arguments.kernel_paths[1]", "" for the root
-  std::string message;  // "expected string, got number"
+  std::string path;              // "arguments.kernel_paths[1]", "" for the root
+  std::string message;           // "expected string, got number"
   std::string describe() const;  // "kernel_paths[1]: expected string, got number"
 };
 

@@ -10,7 +10,8 @@ void ToolRegistry::add(Tool tool) {
   if (index_.count(tool.name)) throw std::invalid_argument("tool registered twice: " + tool.name);
   for (const json* schema : {&tool.input_schema, &tool.output_schema}) {
     if (!schema->is_object() || schema->value("type", "") != "object")
-      throw std::invalid_argument("tool " + tool.name + ": schemas must be {\"type\":\"object\",...}");
+      throw std::invalid_argument("tool " + tool.name +
+                                  ": schemas must be {\"type\":\"object\",...}");
   }
   if (!tool.handler) throw std::invalid_argument("tool " + tool.name + " has no handler");
   index_[tool.name] = tools_.size();

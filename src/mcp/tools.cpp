@@ -19,7 +19,8 @@ namespace {
 json datasheet_json(const analysis::GpuArch& a) {
   return {{"name", a.name},
           {"vendor", a.vendor},
-          {"compute_capability", std::to_string(a.compute_major) + "." + std::to_string(a.compute_minor)},
+          {"compute_capability",
+           std::to_string(a.compute_major) + "." + std::to_string(a.compute_minor)},
           {"sm_count", a.sm_count},
           {"memory_gb", a.mem_gb},
           {"memory_bandwidth_tbps", a.mem_bw_tbps},
@@ -41,22 +42,23 @@ Tool hardware_spec_tool() {
       "dense matrix/vector TFLOP/s per precision). On a machine without a GPU, gpu_detected is "
       "false and message says so. include_all adds Magpie's whole datasheet table.";
   t.input_schema = s::input(
-      {{"device_id", s::with_default(s::integer("GPU index (detection reads the first GPU)", 0), 0)},
+      {{"device_id",
+        s::with_default(s::integer("GPU index (detection reads the first GPU)", 0), 0)},
        {"include_all",
         s::with_default(s::boolean("Also return every GPU in Magpie's datasheet table"), false)}});
-  t.output_schema = s::object(
-      {{"device_id", s::integer("")},
-       {"gpu_detected", s::boolean("false on a machine without a GPU")},
-       {"message", s::string("why no GPU was found")},
-       {"device", s::object({{"vendor", s::string("")},
-                             {"name", s::string("")},
-                             {"arch", s::string("sm_90, gfx942, ...")},
-                             {"peak_memory_bandwidth_tbps", s::number("")},
-                             {"peak_bf16_tflops", s::number("")},
-                             {"datasheet", datasheet}},
-                            {"vendor", "name", "arch"})},
-       {"datasheets", s::array(datasheet, "include_all: Magpie's datasheet table")}},
-      {"device_id", "gpu_detected"});
+  t.output_schema =
+      s::object({{"device_id", s::integer("")},
+                 {"gpu_detected", s::boolean("false on a machine without a GPU")},
+                 {"message", s::string("why no GPU was found")},
+                 {"device", s::object({{"vendor", s::string("")},
+                                       {"name", s::string("")},
+                                       {"arch", s::string("sm_90, gfx942, ...")},
+                                       {"peak_memory_bandwidth_tbps", s::number("")},
+                                       {"peak_bf16_tflops", s::number("")},
+                                       {"datasheet", datasheet}},
+                                      {"vendor", "name", "arch"})},
+                 {"datasheets", s::array(datasheet, "include_all: Magpie's datasheet table")}},
+                {"device_id", "gpu_detected"});
   t.handler = [](const ToolCall& call) {
     int64_t device_id = arg<int64_t>(call, "device_id", 0);
     json out = {{"device_id", device_id}};
@@ -99,7 +101,8 @@ Tool configure_gpu_tool() {
        {"power_limit_watts", s::number("Power limit in watts", 1)},
        {"gpu_clock_mhz", s::integer("Lock graphics clocks to this frequency", 1)},
        {"mem_clock_mhz", s::integer("Lock memory clocks to this frequency", 1)},
-       {"reset", s::with_default(s::boolean("Unlock clocks and restore the default power limit"), false)}});
+       {"reset",
+        s::with_default(s::boolean("Unlock clocks and restore the default power limit"), false)}});
   json step = s::object({{"device", s::integer("")},
                          {"setting", s::string("")},
                          {"command", s::string("")},
@@ -107,29 +110,39 @@ Tool configure_gpu_tool() {
                          {"output", s::string("")},
                          {"rolled_back", s::boolean("")}},
                         {"device", "setting", "ok"});
-  t.output_schema = s::object({{"applied", s::boolean("every change was made")},
-                               {"rolled_back", s::boolean("a change failed and earlier ones were undone")},
-                               {"devices", s::array(s::integer(""), "")},
-                               {"steps", s::array(step, "")},
-                               {"error", s::string("")}},
-                              {"applied", "rolled_back", "steps"});
+  t.output_schema =
+      s::object({{"applied", s::boolean("every change was made")},
+                 {"rolled_back", s::boolean("a change failed and earlier ones were undone")},
+                 {"devices", s::array(s::integer(""), "")},
+                 {"steps", s::array(step, "")},
+                 {"error", s::string("")}},
+                {"applied", "rolled_back", "steps"});
   t.handler = [](const ToolCall& call) {
     kernel::GpuSettingsRequest req;
     req.device_ids = arg<std::vector<int>>(call, "device_ids", {});
-    if (has_arg(call, "power_limit_watts")) req.power_limit_watts = arg<double>(call, "power_limit_watts", 0);
+    if (has_arg(call, "power_limit_watts"))
+      req.power_limit_watts = arg<double>(call, "power_limit_watts", 0);
     if (has_arg(call, "gpu_clock_mhz")) req.gpu_clock_mhz = arg<int>(call, "gpu_clock_mhz", 0);
     if (has_arg(call, "mem_clock_mhz")) req.mem_clock_mhz = arg<int>(call, "mem_clock_mhz", 0);
     req.reset = arg<bool>(call, "reset", false);
     kernel::GpuSettingsOutcome o = kernel::configure_gpus(req);
     json steps = json::array();
     for (const auto& st : o.steps)
-      steps.push_back({{"device", st.device}, {"setting", st.setting}, {"command", st.command},
-                       {"ok", st.ok}, {"output", st.output}, {"rolled_back", st.rolled_back}});
-    json out = {{"applied", o.applied}, {"rolled_back", o.rolled_back}, {"devices", o.devices},
+      steps.push_back({{"device", st.device},
+                       {"setting", st.setting},
+                       {"command", st.command},
+                       {"ok", st.ok},
+                       {"output", st.output},
+                       {"rolled_back", st.rolled_back}});
+    json out = {{"applied", o.applied},
+                {"rolled_back", o.rolled_back},
+                {"devices", o.devices},
                 {"steps", std::move(steps)}};
     if (!o.error.empty()) out["error"] = o.error;
     // A refused change is the call failing: say so as an error the agent sees.
-    if (!o.applied) throw Error(ErrorKind::kUsage, o.error + (o.rolled_back ? "; earlier changes were undone" : ""));
+    if (!o.applied)
+      throw Error(ErrorKind::kUsage,
+                  o.error + (o.rolled_back ? "; earlier changes were undone" : ""));
     return ToolOutput{out, {}};
   };
   return t;

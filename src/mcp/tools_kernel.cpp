@@ -25,9 +25,11 @@ Tool discover_kernels_tool() {
       "Pick one and draft its config with create_kernel_config.";
   t.input_schema = s::input(
       {{"project_path", s::path("Project folder, or one source file")},
-       {"kernel_type", s::with_default(s::one_of("Only this language", {"hip", "cuda", "triton", "pytorch", "all"}),
-                                       "all")},
-       {"include_tests", s::with_default(s::boolean("Also scan test/, tests/, test_*.py, *_test.*"), false)},
+       {"kernel_type",
+        s::with_default(
+            s::one_of("Only this language", {"hip", "cuda", "triton", "pytorch", "all"}), "all")},
+       {"include_tests",
+        s::with_default(s::boolean("Also scan test/, tests/, test_*.py, *_test.*"), false)},
        {"include_examples", s::with_default(s::boolean("Also scan examples/, example/"), true)}},
       {"project_path"});
   json kernel = s::object({{"type", s::one_of("", {"cuda", "hip", "triton", "pytorch"})},
@@ -51,10 +53,12 @@ Tool discover_kernels_tool() {
     json kernels = json::array();
     std::string text;
     for (const auto& k : res.kernels) {
-      kernels.push_back({{"type", kernel::to_string(k.type)}, {"file", k.file.string()}, {"line", k.line},
+      kernels.push_back({{"type", kernel::to_string(k.type)},
+                         {"file", k.file.string()},
+                         {"line", k.line},
                          {"name", k.name}});
-      text += std::string(kernel::to_string(k.type)) + "  " + k.name + "  " + k.file.string() + ":" +
-              std::to_string(k.line) + "\n";
+      text += std::string(kernel::to_string(k.type)) + "  " + k.name + "  " + k.file.string() +
+              ":" + std::to_string(k.line) + "\n";
     }
     text = std::to_string(res.kernels.size()) + " kernels in " + std::to_string(res.files_scanned) +
            " files\n" + text;
@@ -77,12 +81,14 @@ Tool create_kernel_config_tool() {
       "source, testcase command (exit status 0 = correct), build command and folder. Returns the "
       "YAML and how to use it; with config_path, also writes the file.";
   t.input_schema = s::input(
-      {{"kernel_id", s::path("Name of the kernel (no path separators); names its workspace folder")},
+      {{"kernel_id",
+        s::path("Name of the kernel (no path separators); names its workspace folder")},
        {"kernel_path", s::path("The kernel source file")},
        {"testcase_command", s::path("Command that runs and checks the kernel; exit 0 = correct")},
        {"kernel_type", s::with_default(s::one_of("", {"hip", "cuda", "triton", "pytorch"}), "hip")},
        {"working_dir", s::string("Folder commands run in (default: the kernel file's folder)")},
-       {"compile_command", s::string("Build command (default: Magpie's nvcc/hipcc build; none for Python)")},
+       {"compile_command",
+        s::string("Build command (default: Magpie's nvcc/hipcc build; none for Python)")},
        {"config_path", s::path("Write the YAML here too (atomically)")}},
       {"kernel_id", "kernel_path", "testcase_command"});
   t.output_schema = s::object({{"config_content", s::string("the YAML")},
@@ -126,32 +132,39 @@ Tool suggest_optimizations_tool() {
   t.input_schema = {
       {"type", "object"},
       {"properties",
-       {{"analysis_result", {{"type", json::array({"object", "array"})},
-                             {"description", "An analyze result, a gap_analysis report, or TraceLens roofline rows"}}},
+       {{"analysis_result",
+         {{"type", json::array({"object", "array"})},
+          {"description", "An analyze result, a gap_analysis report, or TraceLens roofline rows"}}},
         {"roofline_csv", s::path("A *_kernel_roofline_simple.csv from tracelens")}}},
       {"additionalProperties", false},
-      {"anyOf", json::array({{{"required", {"analysis_result"}}}, {{"required", {"roofline_csv"}}}})}};
-  json bottleneck = s::object({{"kind", s::string("memory_bound, compute_bound, launch_bound, ...")},
-                               {"subject", s::string("")},
-                               {"severity", s::number("0-1")},
-                               {"evidence", s::string("")}},
-                              {"kind", "severity"});
-  json suggestion = s::object({{"title", s::string("")}, {"detail", s::string("")}, {"priority", s::integer("")}},
-                              {"title"});
-  t.output_schema = s::object({{"kernel_id", s::string("")},
-                               {"overall_score", s::number("")},
-                               {"bottlenecks", s::array(bottleneck, "most severe first")},
-                               {"suggestions", s::array(suggestion, "by priority")},
-                               {"summary", s::string("")},
-                               {"source_kind", s::string("analyze_result | tracelens_report | gap_report")}},
-                              {"kernel_id", "overall_score", "bottlenecks", "suggestions", "summary"});
+      {"anyOf",
+       json::array({{{"required", {"analysis_result"}}}, {{"required", {"roofline_csv"}}}})}};
+  json bottleneck =
+      s::object({{"kind", s::string("memory_bound, compute_bound, launch_bound, ...")},
+                 {"subject", s::string("")},
+                 {"severity", s::number("0-1")},
+                 {"evidence", s::string("")}},
+                {"kind", "severity"});
+  json suggestion =
+      s::object({{"title", s::string("")}, {"detail", s::string("")}, {"priority", s::integer("")}},
+                {"title"});
+  t.output_schema =
+      s::object({{"kernel_id", s::string("")},
+                 {"overall_score", s::number("")},
+                 {"bottlenecks", s::array(bottleneck, "most severe first")},
+                 {"suggestions", s::array(suggestion, "by priority")},
+                 {"summary", s::string("")},
+                 {"source_kind", s::string("analyze_result | tracelens_report | gap_report")}},
+                {"kernel_id", "overall_score", "bottlenecks", "suggestions", "summary"});
   t.handler = [](const ToolCall& call) {
-    advice::Advice a = has_arg(call, "roofline_csv")
-                           ? advice::suggest_from_roofline_csv(arg<std::string>(call, "roofline_csv", ""))
-                           : advice::suggest_optimizations(call.arguments["analysis_result"]);
+    advice::Advice a =
+        has_arg(call, "roofline_csv")
+            ? advice::suggest_from_roofline_csv(arg<std::string>(call, "roofline_csv", ""))
+            : advice::suggest_optimizations(call.arguments["analysis_result"]);
     std::string text = a.summary + "\n";
     for (const auto& sg : a.suggestions)
-      text += std::to_string(sg.priority) + ". " + sg.title + " (" + sg.applies_to + "): " + sg.detail + "\n";
+      text += std::to_string(sg.priority) + ". " + sg.title + " (" + sg.applies_to +
+              "): " + sg.detail + "\n";
     return ToolOutput{advice::to_json(a), text};
   };
   return t;

@@ -25,7 +25,8 @@ Tool list_benchmark_images_tool() {
                           {"gpu_archs", s::array(s::string(""), "archs this image is chosen for")},
                           {"image", s::string("")}},
                          {"framework", "vendor", "image"});
-  t.output_schema = s::object({{"images", s::array(entry, "")}, {"note", s::string("")}}, {"images"});
+  t.output_schema =
+      s::object({{"images", s::array(entry, "")}, {"note", s::string("")}}, {"images"});
   t.handler = [](const ToolCall& call) {
     std::string only = arg<std::string>(call, "framework", "");
     struct VendorArchs {

@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT, shared_traces  # noqa: E402
 
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
-NO_GPU_TOOLS = {"hardware_spec", "list_benchmark_images"}
+ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
+             "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
+             "get_benchmark_result", "compare_benchmark_reports", "tracelens"}
 
 
 def free_port() -> int:
@@ -121,7 +123,7 @@ def check_result(result, tool):
 def test_lists_tools_with_valid_schemas(target):
     tools = run(list_tools(target))
     names = {t.name for t in tools}
-    assert NO_GPU_TOOLS <= names, names
+    assert names == ALL_TOOLS, names
     for t in tools:
         assert t.description, t.name
         for schema in (t.input_schema, t.output_schema):
@@ -603,3 +605,26 @@ def test_discover_create_config_analyze_suggest(magpie, store_env, engine, tmp_p
 
     result, _ = run(call(target, "suggest_optimizations", {"analysis_result": {"nonsense": 1}}))
     assert result.is_error
+
+
+def test_compare_cpu_pytorch_kernels_rejects_the_wrong_one(magpie, store_env, engine, tmp_path):
+    config = tmp_path / "compare.yaml"
+    config.write_text("kernels:\n" + "".join(
+        f"  - id: {k}\n    type: pytorch\n    working_dir: {SOFTMAX}\n"
+        f"    bench_target: {{module: {k}, callable: softmax, get_inputs: get_inputs}}\n"
+        for k in ("softmax_torch", "softmax_wrong")) + "correctness:\n  seeds: 1\n")
+    target = StdioServerParameters(command=str(magpie), args=["mcp"], env=torch_env(store_env))
+    result, tool = run(call(target, "compare", {"kernel_config": str(config), "check_performance": False,
+                                                "output_dir": str(tmp_path / "out")}))
+    out = check_result(result, tool)  # the call succeeded; the verdict is in the report
+    assert not out["all_correct"]
+    assert "softmax_wrong" in result.content[0].text
+
+
+def test_configure_gpu_without_gpu(target):
+    if any(Path(d, "nvidia-smi").exists() for d in os.environ.get("PATH", "").split(":")):
+        pytest.skip("this machine has nvidia-smi; the no-GPU path is not reachable")
+    result, _ = run(call(target, "configure_gpu", {"power_limit_watts": 300}))
+    assert result.is_error
+    text = result.content[0].text
+    assert "nvidia-smi" in text and "NVIDIA GPU" in text and "root" in text

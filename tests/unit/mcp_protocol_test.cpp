@@ -78,8 +78,7 @@ TEST(McpSchema, ChecksTheSubsetWeUse) {
   EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a"]})"))->path, "paths");
   EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a",""]})"))->path, "paths[1]");
   EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":0})"))->path, "top_k");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":"3"})"))->path,
-            "top_k");
+  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":"3"})"))->path, "top_k");
   EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"kind":"x"})"))->path, "kind");
   EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"ratio":2})"))->path, "ratio");
   EXPECT_FALSE(check_schema(schema, json::parse(R"({"paths":["a","b"],"ratio":null})")));
