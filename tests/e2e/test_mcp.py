@@ -52,7 +52,7 @@ class HttpServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log
-        self.proc = subprocess.Popen([str(magpie), "mcp", "--http", f"{host}:{self.port}", *extra],
+        self.proc = subprocess.Popen([str(magpie), "-v", "mcp", "--http", f"{host}:{self.port}", *extra],
                                      env=env, stdout=subprocess.DEVNULL,
                                      stderr=open(log, "w") if log else subprocess.DEVNULL,
                                      start_new_session=True)
@@ -628,3 +628,38 @@ def test_configure_gpu_without_gpu(target):
     assert result.is_error
     text = result.content[0].text
     assert "nvidia-smi" in text and "NVIDIA GPU" in text and "root" in text
+
+
+def test_sdk_cancel_over_http(http_server, vllm_server, tiny_model, magpie, store_env, tmp_path):
+    """The SDK abandons a call (task cancelled): it sends notifications/cancelled on its own
+    POST, the server stops the benchmark and records it cancelled, and keeps serving."""
+    args = {"framework": "vllm", "model": str(tiny_model), "endpoint": vllm_server.url, "concurrency": 1,
+            "num_prompts": 2000, "output_dir": str(tmp_path), **WORKLOAD}
+
+    async def scenario():
+        async with Client(http_server.url) as client:
+            flowing = asyncio.Event()
+
+            async def progress(p, total, message):
+                if p > 0:
+                    flowing.set()
+
+            task = asyncio.create_task(client.call_tool("benchmark", args, progress_callback=progress))
+            await asyncio.wait_for(flowing.wait(), 300)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.sleep(1)
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert "benchmark" in run(scenario())
+    assert "cancelled by the client" in http_server.log.read_text()  # the SDK's notification, not the DELETE
+    deadline = time.time() + 120
+    status = None
+    while time.time() < deadline:
+        mine = [r for r in store_runs(magpie, store_env) if str(tmp_path) in r["command_line"]]
+        status = mine[0]["status"] if mine else None
+        if status == "cancelled":
+            break
+        time.sleep(1)
+    assert status == "cancelled"
