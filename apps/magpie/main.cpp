@@ -8,6 +8,7 @@
 #include "analyze_command.hpp"
 #include "benchmark_command.hpp"
 #include "command_context.hpp"
+#include "gpu_info_command.hpp"
 #include "mcp_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+  magpie::app::GpuInfoCommand gpu_info;
+  gpu_info.register_with(app);
 
   magpie::app::BenchmarkCommand benchmark;
   benchmark.register_with(app);
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return magpie::exit_code_for(magpie::ErrorKind::kUsage);
   }
+  if (gpu_info.requested()) return gpu_info.run();
   if (app.get_subcommands().empty()) {
     std::cout << app.help();
     return 0;

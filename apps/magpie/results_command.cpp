@@ -25,7 +25,8 @@ using store::RunRecord;
 namespace {
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 std::string short_commit(const std::string& c) { return c.substr(0, 10); }
@@ -52,7 +53,7 @@ std::string key_metrics(const RunRecord& r) {
     case store::RunKind::kBenchmark:
       add("request_throughput", "{:.2f} req/s");
       add("output_throughput", "{:.1f} tok/s");
-      add("ttft_p99_ms", "TTFT p99 {:.1f} ms");
+      add("ttft.p99_ms", "TTFT p99 {:.1f} ms");
       break;
     case store::RunKind::kGapAnalysis:
       add("total_duration_us", "{:.0f} us GPU");
@@ -94,21 +95,27 @@ std::string show_text(const RunRecord& r) {
 void ResultsCommand::register_with(CLI::App& app) {
   sub_ = app.add_subcommand(
       "results",
-      "The results store: every analyze, compare, benchmark, gap analysis and tracelens run, with its\n"
+      "The results store: every analyze, compare, benchmark, gap analysis and tracelens run, with "
+      "its\n"
       "status, workspace, git commit and key metrics (SQLite at ~/.magpie/results.db, or\n"
-      "$MAGPIE_RESULTS_DB). Diff serving benchmarks metric by metric with bootstrap CIs and verdicts.\n"
+      "$MAGPIE_RESULTS_DB). Diff serving benchmarks metric by metric with bootstrap CIs and "
+      "verdicts.\n"
       "Examples:\n"
       "  magpie results import ./results                 # index workspaces made before the store\n"
       "  magpie results list --kind benchmark --limit 5\n"
-      "  magpie results show 12                          # or: magpie results show ./results/benchmark_vllm_...\n"
+      "  magpie results show 12                          # or: magpie results show "
+      "./results/benchmark_vllm_...\n"
       "  magpie results diff 12 15                       # baseline run 12 vs candidate run 15\n"
       "  magpie results diff base/ new1/ new2/ --format csv -o diff.csv\n"
-      "  magpie results diff gapA/ gapB/ --ops           # kernel tables side by side (gap/TraceLens)\n"
+      "  magpie results diff gapA/ gapB/ --ops           # kernel tables side by side "
+      "(gap/TraceLens)\n"
       "See docs/RESULTS.md.");
   sub_->require_subcommand(1);
-  sub_->add_option("--db", db_, "Results store file (default $MAGPIE_RESULTS_DB or ~/.magpie/results.db)");
+  sub_->add_option("--db", db_,
+                   "Results store file (default $MAGPIE_RESULTS_DB or ~/.magpie/results.db)");
 
-  list_ = sub_->add_subcommand("list", "Recorded runs, newest first.\nExample: magpie results list --status failed");
+  list_ = sub_->add_subcommand(
+      "list", "Recorded runs, newest first.\nExample: magpie results list --status failed");
   list_->add_option("--kind", kind_, "analyze, compare, benchmark, gap_analysis or tracelens")
       ->check(CLI::IsMember({"analyze", "compare", "benchmark", "gap_analysis", "tracelens"}));
   list_->add_option("--status", status_, "running, succeeded, failed, cancelled or incomplete")
@@ -116,41 +123,57 @@ void ResultsCommand::register_with(CLI::App& app) {
   list_->add_option("--limit", limit_, "At most N runs (0 = all)")->capture_default_str();
   list_->add_flag("--json", json_, "JSON array instead of a table");
 
-  show_ = sub_->add_subcommand(
-      "show", "One run with all its metrics.\nExamples: magpie results show 7; magpie results show ./results/compare_x");
+  show_ = sub_->add_subcommand("show",
+                               "One run with all its metrics.\nExamples: magpie results show 7; "
+                               "magpie results show ./results/compare_x");
   show_->add_option("run", target_, "Run id, or a workspace directory")->required();
   show_->add_flag("--json", json_, "JSON instead of text");
 
   diff_ = sub_->add_subcommand(
       "diff",
-      "Compare workspaces against the first (the baseline). Serving benchmarks: request/output throughput\n"
-      "and TTFT/TPOT/ITL/E2EL mean, median, p99, each with a bootstrap CI over the per-request records\n"
-      "and a verdict FASTER/SLOWER/SAME/AMBIGUOUS (SAME: CI inside ±threshold). Kernel compares: each\n"
-      "kernel's median time, a verdict from the per-round medians, and the verdict stored by that run.\n"
+      "Compare workspaces against the first (the baseline). Serving benchmarks: request/output "
+      "throughput\n"
+      "and TTFT/TPOT/ITL/E2EL mean, median, p99, each with a bootstrap CI over the per-request "
+      "records\n"
+      "and a verdict FASTER/SLOWER/SAME/AMBIGUOUS (SAME: CI inside ±threshold). Kernel compares: "
+      "each\n"
+      "kernel's median time, a verdict from the per-round medians, and the verdict stored by that "
+      "run.\n"
       "--ops: the gap analysis / TraceLens kernel tables side by side (CSV).\n"
       "Examples:\n"
       "  magpie results diff 3 4\n"
-      "  magpie results diff ./results/benchmark_vllm_A ./results/benchmark_vllm_B --label before,after\n"
+      "  magpie results diff ./results/benchmark_vllm_A ./results/benchmark_vllm_B --label "
+      "before,after\n"
       "  magpie results diff 3 4 5 --format json -o diff.json --fail-on-regression");
-  diff_->add_option("runs", targets_, "Run ids or workspace directories, baseline first")->required()->expected(2, -1);
-  diff_->add_option("--label", labels_, "Labels for the columns, one per run (comma-separated)")->delimiter(',');
+  diff_->add_option("runs", targets_, "Run ids or workspace directories, baseline first")
+      ->required()
+      ->expected(2, -1);
+  diff_->add_option("--label", labels_, "Labels for the columns, one per run (comma-separated)")
+      ->delimiter(',');
   diff_->add_option("--format", format_, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
   diff_->add_option("-o,--output", output_, "Write to FILE (atomically) instead of stdout");
-  diff_->add_flag("--ops", ops_, "Side-by-side op/kernel tables (gap_analysis.csv or TraceLens kernel_summary.csv)");
-  diff_->add_option("--threshold", threshold_,
-                    "Practical-equivalence band for SAME (default 0.05 serving, 0.02 kernels)")
+  diff_->add_flag(
+      "--ops", ops_,
+      "Side-by-side op/kernel tables (gap_analysis.csv or TraceLens kernel_summary.csv)");
+  diff_
+      ->add_option("--threshold", threshold_,
+                   "Practical-equivalence band for SAME (default 0.05 serving, 0.02 kernels)")
       ->check(CLI::Range(0.0, 0.99));
-  diff_->add_option("--resamples", resamples_, "Bootstrap resamples (default 1000 serving, 2000 kernels)")
+  diff_
+      ->add_option("--resamples", resamples_,
+                   "Bootstrap resamples (default 1000 serving, 2000 kernels)")
       ->check(CLI::Range(100, 100000));
   diff_->add_flag("--fail-on-regression", fail_on_regression_, "Exit 1 when any verdict is SLOWER");
 
-  import_ = sub_->add_subcommand(
-      "import",
-      "Index workspaces already on disk (analyze_*, compare_*, benchmark_*, gap_analysis/, tracelens/)\n"
-      "under DIR, or DIR itself; ones already indexed are skipped.\nExample: magpie results import ./results");
-  import_->add_option("dir", import_dir_, "Directory holding workspaces (an -o/--output-dir)")->required();
+  import_ = sub_->add_subcommand("import",
+                                 "Index workspaces already on disk (analyze_*, compare_*, "
+                                 "benchmark_*, gap_analysis/, tracelens/)\n"
+                                 "under DIR, or DIR itself; ones already indexed are "
+                                 "skipped.\nExample: magpie results import ./results");
+  import_->add_option("dir", import_dir_, "Directory holding workspaces (an -o/--output-dir)")
+      ->required();
 }
 
 int ResultsCommand::run(bool /*verbose*/) {
@@ -175,14 +198,16 @@ int ResultsCommand::run_list() {
     return 0;
   }
   if (runs.empty()) {
-    std::cout << fmt::format("no runs recorded in {} (magpie results import DIR indexes old workspaces)\n",
-                             db.path().string());
+    std::cout << fmt::format(
+        "no runs recorded in {} (magpie results import DIR indexes old workspaces)\n",
+        db.path().string());
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
-    rows.push_back({std::to_string(r.id), std::string(store::to_string(r.kind)), std::string(store::to_string(r.status)),
-                    r.started_at.substr(0, 19), r.face, short_commit(r.git_commit), key_metrics(r), workspace_cell(r)});
+    rows.push_back({std::to_string(r.id), std::string(store::to_string(r.kind)),
+                    std::string(store::to_string(r.status)), r.started_at.substr(0, 19), r.face,
+                    short_commit(r.git_commit), key_metrics(r), workspace_cell(r)});
   std::cout << report::render_text_table({{"ID", true},
                                           {"Kind"},
                                           {"Status"},
@@ -202,23 +227,27 @@ int ResultsCommand::run_show() {
   if (all_digits(target_) && !fs::is_directory(target_, ec)) {
     r = db.get(std::stoll(target_));
     if (!r)
-      throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", target_), db.path().string(),
-                  std::nullopt, "`magpie results list` shows the ids");
+      throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", target_),
+                  db.path().string(), std::nullopt, "`magpie results list` shows the ids");
   } else {
     r = db.find_by_workspace(target_);
     if (!r) r = store::read_workspace(target_);  // on disk but never recorded: show it anyway
     if (!r)
-      throw Error(ErrorKind::kNotFound, "neither a recorded run nor a workspace with a report", target_,
-                  std::nullopt, "pass a run id from `magpie results list`, or a workspace directory");
+      throw Error(ErrorKind::kNotFound, "neither a recorded run nor a workspace with a report",
+                  target_, std::nullopt,
+                  "pass a run id from `magpie results list`, or a workspace directory");
   }
-  if (json_) std::cout << store::to_json(*r).dump(2) << "\n";
-  else std::cout << show_text(*r);
+  if (json_)
+    std::cout << store::to_json(*r).dump(2) << "\n";
+  else
+    std::cout << show_text(*r);
   return 0;
 }
 
 int ResultsCommand::run_diff() {
   if (!labels_.empty() && labels_.size() != targets_.size()) {
-    throw Error(ErrorKind::kUsage, fmt::format("{} labels for {} runs", labels_.size(), targets_.size()), "",
+    throw Error(ErrorKind::kUsage,
+                fmt::format("{} labels for {} runs", labels_.size(), targets_.size()), "",
                 std::nullopt, "give one label per run: --label base,new");
   }
   std::optional<ResultsStore> db;
@@ -228,13 +257,15 @@ int ResultsCommand::run_diff() {
     std::error_code ec;
     store::DiffInput in{labels_.empty() ? "" : labels_[i], t};
     if (all_digits(t) && !fs::is_directory(t, ec)) {
-      if (!db) db.emplace(ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)));
+      if (!db)
+        db.emplace(ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)));
       auto r = db->get(std::stoll(t));
       if (!r)
-        throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", t), db->path().string(),
-                    std::nullopt, "`magpie results list` shows the ids");
+        throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", t),
+                    db->path().string(), std::nullopt, "`magpie results list` shows the ids");
       if (!r->workspace_exists)
-        throw Error(ErrorKind::kNotFound, fmt::format("run {}'s workspace is gone", t), r->workspace);
+        throw Error(ErrorKind::kNotFound, fmt::format("run {}'s workspace is gone", t),
+                    r->workspace);
       in.workspace = r->workspace;
       if (in.label.empty()) in.label = fmt::format("#{}", r->id);
     }
@@ -255,13 +286,16 @@ int ResultsCommand::run_diff() {
     text = store::op_table_csv(table);
   } else {
     store::DiffSettings settings;
-    if (threshold_ >= 0) settings.verdict.threshold = settings.kernel_verdict.threshold = threshold_;
+    if (threshold_ >= 0)
+      settings.verdict.threshold = settings.kernel_verdict.threshold = threshold_;
     if (resamples_ > 0) settings.verdict.resamples = settings.kernel_verdict.resamples = resamples_;
     auto diff = store::diff_reports(inputs, settings);
     text = store::write_diff(diff, *store::diff_format_from_string(format_));
     for (const auto& c : diff.serving)
-      for (const auto& m : c.metrics) regression = regression || m.verdict == stats::Verdict::kSlower;
-    for (const auto& k : diff.kernels) regression = regression || k.verdict == stats::Verdict::kSlower;
+      for (const auto& m : c.metrics)
+        regression = regression || m.verdict == stats::Verdict::kSlower;
+    for (const auto& k : diff.kernels)
+      regression = regression || k.verdict == stats::Verdict::kSlower;
   }
   if (output_.empty()) {
     std::cout << text;
@@ -275,8 +309,8 @@ int ResultsCommand::run_diff() {
 int ResultsCommand::run_import() {
   auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
   size_t added = db.import_workspaces(import_dir_);
-  std::cout << fmt::format("imported {} workspace{} from {} into {}\n", added, added == 1 ? "" : "s", import_dir_,
-                           db.path().string());
+  std::cout << fmt::format("imported {} workspace{} from {} into {}\n", added,
+                           added == 1 ? "" : "s", import_dir_, db.path().string());
   return 0;
 }
 

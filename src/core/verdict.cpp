@@ -9,10 +9,14 @@ namespace magpie::stats {
 
 const char* to_string(Verdict v) {
   switch (v) {
-    case Verdict::kFaster: return "FASTER";
-    case Verdict::kSlower: return "SLOWER";
-    case Verdict::kSame: return "SAME";
-    case Verdict::kAmbiguous: return "AMBIGUOUS";
+    case Verdict::kFaster:
+      return "FASTER";
+    case Verdict::kSlower:
+      return "SLOWER";
+    case Verdict::kSame:
+      return "SAME";
+    case Verdict::kAmbiguous:
+      return "AMBIGUOUS";
   }
   return "AMBIGUOUS";
 }
@@ -85,26 +89,28 @@ Verdict classify(double ci_low, double ci_high, double threshold, std::string* r
     v = Verdict::kSlower;
     why = fmt::format("CI below -{:.1f}%", threshold * 100);
   } else {
-    why = fmt::format("CI [{:.3f}, {:.3f}] crosses the ±{:.1f}% band: more samples or a quieter GPU needed", ci_low,
-                      ci_high, threshold * 100);
+    why = fmt::format(
+        "CI [{:.3f}, {:.3f}] crosses the ±{:.1f}% band: more samples or a quieter GPU needed",
+        ci_low, ci_high, threshold * 100);
   }
   if (reason) *reason = std::move(why);
   return v;
 }
 
 SpeedupEstimate compare_samples(std::span<const std::vector<double>> baseline_rounds,
-                                std::span<const std::vector<double>> candidate_rounds, const VerdictSettings& s) {
+                                std::span<const std::vector<double>> candidate_rounds,
+                                const VerdictSettings& s) {
   const Rounds base = non_empty(baseline_rounds), cand = non_empty(candidate_rounds);
   const auto baseline = pooled(base), candidate = pooled(cand);
   SpeedupEstimate e;
   e.baseline_median = median_of(baseline);
   e.candidate_median = median_of(candidate);
-  if (baseline.size() < s.min_samples || candidate.size() < s.min_samples || e.candidate_median <= 0 ||
-      e.baseline_median <= 0) {
+  if (baseline.size() < s.min_samples || candidate.size() < s.min_samples ||
+      e.candidate_median <= 0 || e.baseline_median <= 0) {
     e.speedup = e.candidate_median > 0 ? e.baseline_median / e.candidate_median : 0;
     e.ci_low = e.ci_high = e.speedup;
-    e.reason = fmt::format("too few samples ({} baseline, {} candidate; need {} each)", baseline.size(),
-                           candidate.size(), s.min_samples);
+    e.reason = fmt::format("too few samples ({} baseline, {} candidate; need {} each)",
+                           baseline.size(), candidate.size(), s.min_samples);
     return e;
   }
   e.speedup = e.baseline_median / e.candidate_median;
@@ -127,12 +133,16 @@ SpeedupEstimate compare_samples(std::span<const std::vector<double>> baseline_ro
 
 SpeedupEstimate compare_samples(std::span<const double> baseline, std::span<const double> candidate,
                                 const VerdictSettings& s) {
-  const std::vector<double> b(baseline.begin(), baseline.end()), c(candidate.begin(), candidate.end());
-  return compare_samples(std::span<const std::vector<double>>(&b, 1), std::span<const std::vector<double>>(&c, 1), s);
+  const std::vector<double> b(baseline.begin(), baseline.end()),
+      c(candidate.begin(), candidate.end());
+  return compare_samples(std::span<const std::vector<double>>(&b, 1),
+                         std::span<const std::vector<double>>(&c, 1), s);
 }
 
-std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline, const StatisticSide& candidate,
-                                              std::span<const StatisticSpec> specs, const VerdictSettings& s) {
+std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline,
+                                              const StatisticSide& candidate,
+                                              std::span<const StatisticSpec> specs,
+                                              const VerdictSettings& s) {
   const size_t k = specs.size();
   std::vector<RatioEstimate> out(k);
   if (k == 0) return out;
@@ -144,8 +154,8 @@ std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline, con
   for (size_t i = 0; i < all_b.size(); ++i) all_b[i] = i;
   for (size_t i = 0; i < all_c.size(); ++i) all_c[i] = i;
   std::vector<double> vb(k, 0.0), vc(k, 0.0);
-  if (baseline.units) baseline.compute(all_b, vb);
-  if (candidate.units) candidate.compute(all_c, vc);
+  if (baseline.units) baseline.compute(all_b, false, vb);
+  if (candidate.units) candidate.compute(all_c, false, vc);
   const bool too_few = baseline.units < s.min_samples || candidate.units < s.min_samples;
   for (size_t i = 0; i < k; ++i) {
     auto& e = out[i];
@@ -153,15 +163,16 @@ std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline, con
     e.candidate = vc[i];
     e.ratio = e.ci_low = e.ci_high = oriented(i, vb[i], vc[i]);
     if (too_few) {
-      e.reason = fmt::format("too few samples ({} baseline, {} candidate; need {} each)", baseline.units,
-                             candidate.units, s.min_samples);
+      e.reason = fmt::format("too few samples ({} baseline, {} candidate; need {} each)",
+                             baseline.units, candidate.units, s.min_samples);
     } else if (e.ratio <= 0) {
       e.reason = "statistic is zero or missing on one side: no ratio";
     }
   }
   if (too_few) return out;
   std::mt19937_64 rng(s.seed);
-  std::uniform_int_distribution<size_t> pick_b(0, baseline.units - 1), pick_c(0, candidate.units - 1);
+  std::uniform_int_distribution<size_t> pick_b(0, baseline.units - 1),
+      pick_c(0, candidate.units - 1);
   std::vector<std::vector<double>> ratios(k);
   for (auto& r : ratios) r.reserve(static_cast<size_t>(s.resamples));
   std::vector<size_t> picks_b(baseline.units), picks_c(candidate.units);
@@ -170,8 +181,8 @@ std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline, con
     for (auto& p : picks_c) p = pick_c(rng);
     std::fill(vb.begin(), vb.end(), 0.0);
     std::fill(vc.begin(), vc.end(), 0.0);
-    baseline.compute(picks_b, vb);
-    candidate.compute(picks_c, vc);
+    baseline.compute(picks_b, true, vb);
+    candidate.compute(picks_c, true, vc);
     for (size_t i = 0; i < k; ++i) ratios[i].push_back(oriented(i, vb[i], vc[i]));
   }
   const double alpha = (1 - s.confidence) / 2;

@@ -68,7 +68,11 @@ double median_of(std::span<const double> xs);
 // bootstrap draw resamples both sides' units with replacement and recomputes
 // all k statistics at once, so statistics that pool sub-samples (every ITL of
 // the drawn requests) resample whole units, as a cluster bootstrap should.
-using UnitStatistics = std::function<void(std::span<const size_t> picks, std::span<double> out)>;
+// `resampled` is false for the point estimate (picks = every unit once, in
+// order) and true for a draw (picks in random order: any prefix of them is
+// itself a smaller resample).
+using UnitStatistics =
+    std::function<void(std::span<const size_t> picks, bool resampled, std::span<double> out)>;
 
 struct StatisticSide {
   size_t units = 0;
@@ -93,7 +97,8 @@ struct RatioEstimate {
 
 // One estimate per spec; statistics that are not positive on the full data are
 // AMBIGUOUS (no ratio). Deterministic for a given seed.
-std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline, const StatisticSide& candidate,
+std::vector<RatioEstimate> compare_statistics(const StatisticSide& baseline,
+                                              const StatisticSide& candidate,
                                               std::span<const StatisticSpec> specs,
                                               const VerdictSettings& settings = {});
 

@@ -1,5 +1,7 @@
 #include "jobs/run_recorder.hpp"
 
+#include "store/run_environment.hpp"
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -8,15 +10,6 @@ namespace magpie::jobs {
 
 namespace fs = std::filesystem;
 
-std::string config_hash(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
 RunRecorder::RunRecorder(const JobContext& context, RunKind kind, fs::path workspace,
                          std::string config_text)
     : context_(context) {
@@ -24,7 +17,7 @@ RunRecorder::RunRecorder(const JobContext& context, RunKind kind, fs::path works
   start_.face = context.face;
   start_.command_line = context.command_line;
   start_.workspace = workspace.empty() ? std::string() : store::normalize_workspace(workspace);
-  start_.config_hash = config_hash(config_text.empty() ? context.command_line : config_text);
+  start_.config_hash = store::hash_config(config_text.empty() ? context.command_line : config_text);
   std::error_code ec;
   start_.working_dir = fs::current_path(ec).string();
 }

@@ -66,7 +66,4 @@ class RunRecorder {
   std::map<std::string, double> metrics_;
 };
 
-// FNV-1a of a job's settings: equal configs hash equal across runs and builds.
-std::string config_hash(const std::string& text);
-
 }  // namespace magpie::jobs

@@ -2,6 +2,8 @@
 
 #include "analysis/gpu_arch.hpp"
 #include "core/error.hpp"
+#include "gpu/gpu_info_report.hpp"
+#include "gpu/nvml.hpp"
 #include "kernel/gpu_info.hpp"
 #include "kernel/gpu_settings.hpp"
 #include "mcp/detail/tool_set.hpp"
@@ -42,8 +44,7 @@ Tool hardware_spec_tool() {
       "dense matrix/vector TFLOP/s per precision). On a machine without a GPU, gpu_detected is "
       "false and message says so. include_all adds Magpie's whole datasheet table.";
   t.input_schema = s::input(
-      {{"device_id",
-        s::with_default(s::integer("GPU index (detection reads the first GPU)", 0), 0)},
+      {{"device_id", s::with_default(s::integer("GPU index (nvidia-smi order)", 0), 0)},
        {"include_all",
         s::with_default(s::boolean("Also return every GPU in Magpie's datasheet table"), false)}});
   t.output_schema =
@@ -62,21 +63,55 @@ Tool hardware_spec_tool() {
   t.handler = [](const ToolCall& call) {
     int64_t device_id = arg<int64_t>(call, "device_id", 0);
     json out = {{"device_id", device_id}};
-    kernel::GpuInfo gpu = kernel::detect_gpu();
     const auto& table = analysis::builtin_gpu_archs();
-    out["gpu_detected"] = gpu.found();
-    if (gpu.found()) {
-      json device = {{"vendor", gpu.vendor},
-                     {"name", gpu.name},
-                     {"arch", gpu.arch},
-                     {"peak_memory_bandwidth_tbps", gpu.peak_tbps},
-                     {"peak_bf16_tflops", gpu.peak_tflops}};
-      auto pick = analysis::pick_gpu_arch(gpu.name, 0, 0, 0, 0, table);
-      if (pick.arch) device["datasheet"] = datasheet_json(*pick.arch);
+    gpu::SystemStatus nvml = gpu::query_nvml();
+    if (!nvml.devices.empty()) {
+      const gpu::DeviceStatus* d = nullptr;
+      for (const auto& dev : nvml.devices)
+        if (dev.index == device_id) d = &dev;
+      if (!d)
+        throw Error(ErrorKind::kUsage, "device_id " + std::to_string(device_id) +
+                                           " does not exist: this machine has " +
+                                           std::to_string(nvml.devices.size()) + " GPU(s), 0.." +
+                                           std::to_string(nvml.devices.size() - 1));
+      json device = {{"vendor", "NVIDIA"},
+                     {"name", d->name},
+                     {"arch", gpu::architecture_of(*d)},
+                     {"uuid", d->uuid},
+                     {"memory_total_gib", static_cast<double>(d->memory_total) / (1ull << 30)},
+                     {"sm_count", d->sm_count},
+                     {"max_sm_clock_mhz", d->max_sm_clock_mhz},
+                     {"max_mem_clock_mhz", d->max_mem_clock_mhz},
+                     {"power_limit_w", d->power_limit_w},
+                     {"driver_version", nvml.driver_version},
+                     {"cuda_version", nvml.cuda_version}};
+      auto pick = analysis::pick_gpu_arch(d->name, d->cc_major, d->cc_minor, d->sm_count,
+                                          static_cast<int64_t>(d->memory_total), table);
+      if (pick.arch) {
+        device["datasheet"] = datasheet_json(*pick.arch);
+        device["peak_memory_bandwidth_tbps"] = pick.arch->mem_bw_tbps;
+        if (auto it = pick.arch->matrix_tflops.find("bf16"); it != pick.arch->matrix_tflops.end())
+          device["peak_bf16_tflops"] = it->second;
+      }
+      out["gpu_detected"] = true;
+      out["device"] = std::move(device);
+    } else if (kernel::GpuInfo other = kernel::detect_gpu(); other.found()) {
+      // AMD (rocminfo): no per-device query here; the first GPU stands for all.
+      json device = {{"vendor", other.vendor},
+                     {"name", other.name},
+                     {"arch", other.arch},
+                     {"peak_memory_bandwidth_tbps", other.peak_tbps},
+                     {"peak_bf16_tflops", other.peak_tflops}};
+      if (auto a = analysis::find_gpu_arch(other.arch, table))
+        device["datasheet"] = datasheet_json(*a);
+      out["gpu_detected"] = true;
       out["device"] = std::move(device);
     } else {
-      out["message"] =
-          "no GPU detected: neither nvidia-smi nor rocminfo reported a device on this machine";
+      std::string why;
+      for (const auto& n : nvml.notes) why += (why.empty() ? "" : "; ") + n;
+      out["gpu_detected"] = false;
+      out["message"] = "no GPU detected: NVML reports no NVIDIA device and rocminfo no AMD one" +
+                       (why.empty() ? std::string() : " (" + why + ")");
     }
     if (arg<bool>(call, "include_all", false)) {
       json all = json::array();

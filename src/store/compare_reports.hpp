@@ -23,8 +23,8 @@ struct CompareReportsRequest {
 };
 
 struct CompareReportsResult {
-  std::optional<ReportDiff> diff;        // serving or kernel workspaces
-  std::optional<OpTableComparison> ops;  // workspaces with op tables
+  std::optional<ReportDiff> diff;            // serving or kernel workspaces
+  std::optional<OpTableComparison> ops;      // workspaces with op tables
   std::vector<std::filesystem::path> files;  // written, in order
   std::vector<std::string> notes;            // why a part was skipped
 };

@@ -61,14 +61,19 @@ std::vector<std::pair<std::string, OpCell>> read_op_csv(const fs::path& path, co
       i_calls = find(cols.calls);
       i_share = find(cols.share);
       if (i_name < 0 || i_time < 0) {
-        throw Error(ErrorKind::kBadFormat,
-                    fmt::format("op table lacks the '{}' or '{}' column", cols.name, cols.time_us), path.string(),
-                    std::nullopt, "expected a gap_analysis.csv or TraceLens kernel_summary.csv written by magpie");
+        throw Error(
+            ErrorKind::kBadFormat,
+            fmt::format("op table lacks the '{}' or '{}' column", cols.name, cols.time_us),
+            path.string(), std::nullopt,
+            "expected a gap_analysis.csv or TraceLens kernel_summary.csv written by magpie");
       }
       continue;
     }
-    auto at = [&](int i) { return i >= 0 && static_cast<size_t>(i) < fields.size() ? fields[i] : std::string(); };
-    OpCell c{to_double(at(i_time)), static_cast<int64_t>(to_double(at(i_calls))), to_double(at(i_share))};
+    auto at = [&](int i) {
+      return i >= 0 && static_cast<size_t>(i) < fields.size() ? fields[i] : std::string();
+    };
+    OpCell c{to_double(at(i_time)), static_cast<int64_t>(to_double(at(i_calls))),
+             to_double(at(i_share))};
     out.emplace_back(at(i_name), c);
   }
   return out;
@@ -86,41 +91,48 @@ std::vector<OpTableSource> find_op_tables(const fs::path& ws) {
   if (fs::is_directory(tl, ec)) {
     for (const auto& e : fs::directory_iterator(tl, ec)) {
       fs::path csv = e.path() / "kernel_summary.csv";
-      if (fs::is_regular_file(csv, ec)) out.push_back({"tracelens/" + e.path().filename().string(), csv});
+      if (fs::is_regular_file(csv, ec))
+        out.push_back({"tracelens/" + e.path().filename().string(), csv});
     }
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.section < b.section; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.section < b.section; });
   return out;
 }
 
 OpTableComparison compare_op_tables(const std::vector<DiffInput>& inputs) {
   if (inputs.size() < 2) {
-    throw Error(ErrorKind::kUsage, fmt::format("a side-by-side needs two or more workspaces, got {}", inputs.size()));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("a side-by-side needs two or more workspaces, got {}", inputs.size()));
   }
   OpTableComparison t;
   std::vector<std::vector<OpTableSource>> sources;
   for (const auto& in : inputs) {
     auto found = find_op_tables(in.workspace);
     if (found.empty()) {
-      throw Error(ErrorKind::kNotFound, "no op table in the workspace (gap_analysis/gap_analysis.csv or "
-                                        "tracelens/*/kernel_summary.csv)",
-                  in.workspace.string(), std::nullopt,
-                  "run magpie benchmark --trace-dir (gap analysis) or magpie tracelens with -o into it");
+      throw Error(
+          ErrorKind::kNotFound,
+          "no op table in the workspace (gap_analysis/gap_analysis.csv or "
+          "tracelens/*/kernel_summary.csv)",
+          in.workspace.string(), std::nullopt,
+          "run magpie benchmark --trace-dir (gap analysis) or magpie tracelens with -o into it");
     }
     sources.push_back(std::move(found));
-    std::string label = in.label.empty() ? in.workspace.filename().string() : in.label;
-    t.labels.push_back(label);
     t.workspaces.push_back(in.workspace);
   }
+  t.labels = diff_labels(inputs);
   for (const auto& s : sources[0]) {
     bool everywhere = std::all_of(sources.begin(), sources.end(), [&](const auto& v) {
       return std::any_of(v.begin(), v.end(), [&](const auto& o) { return o.section == s.section; });
     });
-    if (everywhere) t.sections.push_back(s.section);
-    else t.warnings.push_back(fmt::format("section {} is not in every workspace: skipped", s.section));
+    if (everywhere)
+      t.sections.push_back(s.section);
+    else
+      t.warnings.push_back(fmt::format("section {} is not in every workspace: skipped", s.section));
   }
   if (t.sections.empty()) {
-    throw Error(ErrorKind::kUsage, "the workspaces share no op table (one has a gap analysis, another TraceLens?)",
+    throw Error(ErrorKind::kUsage,
+                "the workspaces share no op table (one has a gap analysis, another TraceLens?)",
                 inputs[0].workspace.string());
   }
   const size_t n = inputs.size();
@@ -128,7 +140,8 @@ OpTableComparison compare_op_tables(const std::vector<DiffInput>& inputs) {
     std::vector<OpRow> rows;
     std::map<std::string, size_t> index;
     for (size_t w = 0; w < n; ++w) {
-      auto src = std::find_if(sources[w].begin(), sources[w].end(), [&](const auto& o) { return o.section == section; });
+      auto src = std::find_if(sources[w].begin(), sources[w].end(),
+                              [&](const auto& o) { return o.section == section; });
       const Columns& cols = section == "gap_analysis" ? kGapColumns : kTraceLensColumns;
       for (auto& [name, cell] : read_op_csv(src->csv, cols)) {
         auto [it, inserted] = index.emplace(name, rows.size());
@@ -162,7 +175,8 @@ std::string op_table_csv(const OpTableComparison& t) {
   report::CsvWriter csv;
   std::vector<std::string> header{"section", "name"};
   for (size_t w = 0; w < t.labels.size(); ++w) {
-    for (const char* col : {"time_us", "calls", "share_pct"}) header.push_back(t.labels[w] + " " + col);
+    for (const char* col : {"time_us", "calls", "share_pct"})
+      header.push_back(t.labels[w] + " " + col);
     if (w > 0) {
       header.push_back(t.labels[w] + " delta_us");
       header.push_back(t.labels[w] + " delta_pct");

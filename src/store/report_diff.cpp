@@ -47,23 +47,34 @@ constexpr std::array<ServingMetricSpec, 14> kServingMetrics{{
     {"e2el_p99_ms", "ms", false},
 }};
 
-// A case prepared for resampling: each request with its share of the run's
-// duration, proportional to its own time (E2EL). In a closed-loop run the
-// duration is the clients' total request time over the concurrency, so a draw
-// of requests represents the duration sum(share) of the requests drawn.
+// A case prepared for resampling. Each request gets a share of the run's
+// duration proportional to its own time (E2EL): throughput = completed / sum of
+// shares. A closed-loop run's duration is one client's sequence of requests,
+// about n / C of them (C = mean requests in flight = sum E2EL / duration), so
+// its noise is that of n / C requests, not of n: a draw takes the duration from
+// the first n / C drawn requests (picks are random, so a prefix is a smaller
+// resample), scaled to n, and the completions from all n. Resampling the
+// duration from all n would understate its noise about sqrt(C) times; the unit
+// tests measure the spread across seeds against the CI.
 struct PreparedCase {
   const ServingCase* c = nullptr;
   std::vector<double> share_s;
+  size_t duration_units = 0;  // n / C
 };
 
-PreparedCase prepare(const ServingCase& c) {
-  PreparedCase p{&c, std::vector<double>(c.requests.size(), 0.0)};
-  if (c.requests.empty() || !(c.duration_s > 0)) return p;
+PreparedCase prepare(const ServingCase& c, size_t min_units) {
+  const size_t n = c.requests.size();
+  PreparedCase p{&c, std::vector<double>(n, 0.0), n};
+  if (n == 0 || !(c.duration_s > 0)) return p;
   double total = 0;
   for (const auto& r : c.requests) total += std::max(0.0, r.e2el_s);
-  for (size_t i = 0; i < c.requests.size(); ++i)
+  for (size_t i = 0; i < n; ++i)
     p.share_s[i] = total > 0 ? std::max(0.0, c.requests[i].e2el_s) / total * c.duration_s
-                             : c.duration_s / static_cast<double>(c.requests.size());
+                             : c.duration_s / static_cast<double>(n);
+  const double in_flight = std::max(1.0, total / c.duration_s);
+  p.duration_units =
+      std::clamp<size_t>(static_cast<size_t>(std::lround(static_cast<double>(n) / in_flight)),
+                         std::min(min_units, n), n);
   return p;
 }
 
@@ -83,26 +94,33 @@ stats::StatisticSide serving_side(const PreparedCase& p) {
     std::vector<double> ttft, tpot, itl, e2el;
   };
   auto buf = std::make_shared<Buffers>();
-  return {p.c->requests.size(), [p, buf](std::span<const size_t> picks, std::span<double> out) {
+  return {p.c->requests.size(),
+          [p, buf](std::span<const size_t> picks, bool resampled, std::span<double> out) {
             auto& b = *buf;
             b.ttft.clear();
             b.tpot.clear();
             b.itl.clear();
             b.e2el.clear();
+            // Completions count over every drawn request; the duration over the first n / C of
+            // them, scaled to n (see PreparedCase).
+            const size_t duration_units = resampled ? p.duration_units : picks.size();
             double duration = 0, completed = 0, tokens = 0;
-            for (size_t i : picks) {
+            for (size_t k = 0; k < picks.size(); ++k) {
+              const size_t i = picks[k];
               const auto& r = p.c->requests[i];
-              duration += p.share_s[i];
-              if (!r.success) continue;
-              completed += 1;
               // vLLM: usage.completion_tokens, else 1.
-              int64_t n = r.output_tokens > 0 ? r.output_tokens : 1;
-              tokens += static_cast<double>(n);
+              const int64_t n = r.output_tokens > 0 ? r.output_tokens : 1;
+              if (k < duration_units) duration += p.share_s[i];
+              completed += r.success ? 1 : 0;
+              tokens += r.success ? static_cast<double>(n) : 0;
+              if (!r.success) continue;
               b.ttft.push_back(r.ttft_s);
               b.e2el.push_back(r.e2el_s);
               if (n > 1) b.tpot.push_back((r.e2el_s - r.ttft_s) / static_cast<double>(n - 1));
               b.itl.insert(b.itl.end(), r.itl_s.begin(), r.itl_s.end());
             }
+            if (duration_units > 0)
+              duration *= static_cast<double>(picks.size()) / static_cast<double>(duration_units);
             out[0] = duration > 0 ? completed / duration : 0;
             out[1] = duration > 0 ? tokens / duration : 0;
             put_stats(b.ttft, &out[2]);
@@ -111,6 +129,27 @@ stats::StatisticSide serving_side(const PreparedCase& p) {
             put_stats(b.e2el, &out[11]);
           }};
 }
+
+// Values behind each metric's statistic (for the tail rule below).
+struct ValueCounts {
+  size_t requests = 0, tpot = 0, itl = 0;
+};
+
+ValueCounts count_values(const ServingCase& c) {
+  ValueCounts n;
+  for (const auto& r : c.requests) {
+    if (!r.success) continue;
+    ++n.requests;
+    n.tpot += r.output_tokens > 1 ? 1 : 0;
+    n.itl += r.itl_s.size();
+  }
+  return n;
+}
+
+// A bootstrap of a tail percentile is only as good as the values beyond it:
+// with fewer than this many behind the statistic, p99 is the sample's top one
+// or two values and its CI undercovers.
+constexpr size_t kMinValuesForP99 = 200;
 
 double delta_pct(double baseline, double candidate) {
   return baseline != 0 ? (candidate - baseline) / baseline * 100 : 0;
@@ -160,7 +199,8 @@ std::vector<std::pair<std::string, KernelEntry>> read_kernels(const fs::path& ws
       const auto& perf = k.value("performance_result", json::object());
       if (perf.contains("magpie_stats") && perf["magpie_stats"].contains("rounds"))
         for (const auto& round : perf["magpie_stats"]["rounds"])
-          if (!round.value("probe", false) && round.contains("median_ns") && round["median_ns"].is_number())
+          if (!round.value("probe", false) && round.contains("median_ns") &&
+              round["median_ns"].is_number())
             e.round_medians_ns.push_back(round["median_ns"].get<double>());
     }
   }
@@ -169,27 +209,55 @@ std::vector<std::pair<std::string, KernelEntry>> read_kernels(const fs::path& ws
       std::string id = v.value("kernel_id", "");
       if (id.empty()) continue;
       auto& e = entry(id);
-      if (v.value("role", "") == "baseline") e.stored_verdict = "BASELINE";
-      else if (v.contains("verdict")) e.stored_verdict = v["verdict"].get<std::string>();
+      if (v.value("role", "") == "baseline")
+        e.stored_verdict = "BASELINE";
+      else if (v.contains("verdict"))
+        e.stored_verdict = v["verdict"].get<std::string>();
     }
   return out;
 }
 
 }  // namespace
 
+std::vector<std::string> diff_labels(const std::vector<DiffInput>& inputs) {
+  auto name = [](const fs::path& p, int depth) {
+    fs::path n = p.lexically_normal();
+    if (n.filename().empty()) n = n.parent_path();  // a trailing slash
+    std::string out = n.filename().string();
+    for (int i = 1; i < depth && n.has_parent_path() && n.parent_path() != n; ++i) {
+      n = n.parent_path();
+      out = n.filename().string() + "/" + out;
+    }
+    return out;
+  };
+  std::vector<std::string> labels;
+  for (const auto& in : inputs)
+    labels.push_back(in.label.empty() ? name(in.workspace, 1) : in.label);
+  const auto first = labels;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (!inputs[i].label.empty()) continue;
+    if (std::count(first.begin(), first.end(), first[i]) > 1)
+      labels[i] = name(fs::absolute(inputs[i].workspace), 2);
+  }
+  return labels;
+}
+
 WorkspaceKind diff_workspace_kind(const fs::path& dir) {
   std::error_code ec;
-  if (fs::is_regular_file(dir / "benchmark_report.json", ec) || fs::is_regular_file(dir / "requests.jsonl", ec) ||
+  if (fs::is_regular_file(dir / "benchmark_report.json", ec) ||
+      fs::is_regular_file(dir / "requests.jsonl", ec) ||
       fs::is_regular_file(dir / "benchmark_serving_result.json", ec))
     return WorkspaceKind::kServing;
-  if (fs::is_regular_file(dir / "compare_report.json", ec) || fs::is_regular_file(dir / "analyze_report.json", ec))
+  if (fs::is_regular_file(dir / "compare_report.json", ec) ||
+      fs::is_regular_file(dir / "analyze_report.json", ec))
     return WorkspaceKind::kKernels;
   return WorkspaceKind::kOther;
 }
 
 std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const ServingCase& candidate,
                                           const stats::VerdictSettings& settings) {
-  const PreparedCase pb = prepare(baseline), pc = prepare(candidate);
+  const PreparedCase pb = prepare(baseline, settings.min_samples),
+                     pc = prepare(candidate, settings.min_samples);
   std::vector<stats::StatisticSpec> specs;
   for (const auto& m : kServingMetrics) specs.push_back({m.higher_is_better});
   auto est = stats::compare_statistics(serving_side(pb), serving_side(pc), specs, settings);
@@ -197,10 +265,26 @@ std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const Ser
   for (size_t i = 0; i < kServingMetrics.size(); ++i) {
     const auto& spec = kServingMetrics[i];
     const auto& e = est[i];
-    MetricDiff d{spec.name, spec.unit, spec.higher_is_better, e.baseline, e.candidate,
-                 delta_pct(e.baseline, e.candidate), e.ratio, e.ci_low, e.ci_high, e.verdict, e.reason};
+    MetricDiff d{spec.name,  spec.unit,   spec.higher_is_better,
+                 e.baseline, e.candidate, delta_pct(e.baseline, e.candidate),
+                 e.ratio,    e.ci_low,    e.ci_high,
+                 e.verdict,  e.reason};
     if (spec.higher_is_better && !(baseline.duration_s > 0 && candidate.duration_s > 0))
       d.reason = "the run's duration is unknown: no throughput";
+    if (d.metric.ends_with("_p99_ms")) {
+      auto values = [&](const ValueCounts& v) {
+        return d.metric.starts_with("tpot")  ? v.tpot
+               : d.metric.starts_with("itl") ? v.itl
+                                             : v.requests;
+      };
+      size_t nb = values(count_values(baseline)), nc = values(count_values(candidate));
+      if (std::min(nb, nc) < kMinValuesForP99 && d.verdict != Verdict::kAmbiguous) {
+        d.verdict = Verdict::kAmbiguous;
+        d.reason =
+            fmt::format("p99 of {} and {} values rests on the top one or two: needs {} a side", nb,
+                        nc, kMinValuesForP99);
+      }
+    }
     out.push_back(std::move(d));
   }
   return out;
@@ -208,29 +292,34 @@ std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const Ser
 
 ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings& settings) {
   if (inputs.size() < 2) {
-    throw Error(ErrorKind::kUsage, fmt::format("a diff needs two or more workspaces, got {}", inputs.size()), "",
-                std::nullopt, "pass a baseline and one or more candidates: magpie results diff A B [C...]");
+    throw Error(ErrorKind::kUsage,
+                fmt::format("a diff needs two or more workspaces, got {}", inputs.size()), "",
+                std::nullopt,
+                "pass a baseline and one or more candidates: magpie results diff A B [C...]");
   }
   ReportDiff d;
   d.settings = settings.verdict;
-  for (const auto& in : inputs) {
+  const auto labels = diff_labels(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
     std::error_code ec;
     if (!fs::is_directory(in.workspace, ec)) {
-      throw Error(ErrorKind::kNotFound, "workspace not found (deleted or moved?)", in.workspace.string(),
-                  std::nullopt, "`magpie results list` shows which workspaces still exist");
+      throw Error(ErrorKind::kNotFound, "workspace not found (deleted or moved?)",
+                  in.workspace.string(), std::nullopt,
+                  "`magpie results list` shows which workspaces still exist");
     }
-    std::string label = in.label.empty() ? in.workspace.filename().string() : in.label;
-    if (label.empty()) label = in.workspace.parent_path().filename().string();
-    d.inputs.push_back({label, in.workspace, diff_workspace_kind(in.workspace)});
+    d.inputs.push_back({labels[i], in.workspace, diff_workspace_kind(in.workspace)});
   }
   const auto kind = d.inputs[0].kind;
   for (const auto& w : d.inputs) {
     if (w.kind != kind || w.kind == WorkspaceKind::kOther) {
-      throw Error(ErrorKind::kUsage,
-                  "workspaces of different kinds (or with no serving or kernel report) cannot be diffed",
-                  w.workspace.string(), std::nullopt,
-                  "diff serving benchmarks with serving benchmarks (benchmark_report.json), kernel compares with "
-                  "kernel compares (compare_report.json); op tables: --ops");
+      throw Error(
+          ErrorKind::kUsage,
+          "workspaces of different kinds (or with no serving or kernel report) cannot be diffed",
+          w.workspace.string(), std::nullopt,
+          "diff serving benchmarks with serving benchmarks (benchmark_report.json), kernel "
+          "compares with "
+          "kernel compares (compare_report.json); op tables: --ops");
     }
   }
   if (kind == WorkspaceKind::kServing) {
@@ -240,14 +329,16 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
       for (const auto& bc : base_cases) {
         auto it = std::find_if(cand_cases.begin(), cand_cases.end(),
                                [&](const ServingCase& c) { return c.label == bc.label; });
-        if (it == cand_cases.end() && base_cases.size() == 1 && cand_cases.size() == 1) it = cand_cases.begin();
+        if (it == cand_cases.end() && base_cases.size() == 1 && cand_cases.size() == 1)
+          it = cand_cases.begin();
         if (it == cand_cases.end()) {
-          d.warnings.push_back(fmt::format("case '{}' of {} has no match in {}", bc.label, d.inputs[0].label,
-                                           d.inputs[i].label));
+          d.warnings.push_back(fmt::format("case '{}' of {} has no match in {}", bc.label,
+                                           d.inputs[0].label, d.inputs[i].label));
           continue;
         }
-        ServingCaseDiff cd{bc.label, d.inputs[0].label, d.inputs[i].label, bc.requests.size(), it->requests.size(),
-                           diff_serving_case(bc, *it, d.settings)};
+        ServingCaseDiff cd{
+            bc.label,           d.inputs[0].label,   d.inputs[i].label,
+            bc.requests.size(), it->requests.size(), diff_serving_case(bc, *it, d.settings)};
         d.serving.push_back(std::move(cd));
       }
     }
@@ -259,9 +350,11 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
   for (size_t i = 1; i < d.inputs.size(); ++i) {
     auto cand = read_kernels(d.inputs[i].workspace);
     for (const auto& [id, be] : base) {
-      auto it = std::find_if(cand.begin(), cand.end(), [&](const auto& p) { return p.first == id; });
+      auto it =
+          std::find_if(cand.begin(), cand.end(), [&](const auto& p) { return p.first == id; });
       if (it == cand.end()) {
-        d.warnings.push_back(fmt::format("kernel '{}' of {} is not in {}", id, d.inputs[0].label, d.inputs[i].label));
+        d.warnings.push_back(fmt::format("kernel '{}' of {} is not in {}", id, d.inputs[0].label,
+                                         d.inputs[i].label));
         continue;
       }
       const auto& ce = it->second;

@@ -14,7 +14,8 @@
 // concurrency); a draw recomputes count / (the duration shares of the drawn
 // requests), so slow, failed or long requests drawn more often move throughput
 // as they would have moved the run. For a rate-limited (open-loop) run the
-// throughput is set by the arrival rate and the CI reflects request-time noise. Cases of a sweep are matched by label.
+// throughput is set by the arrival rate and the CI reflects request-time noise. Cases of a sweep
+// are matched by label.
 //
 // Kernel reports (compare_* / analyze_*): each kernel's median time in every
 // workspace, a cross-run verdict from a bootstrap of the per-round medians
@@ -38,7 +39,8 @@ struct DiffInput {
 
 struct DiffSettings {
   // Serving metrics are noisier than kernel timings: a 5% practical band.
-  stats::VerdictSettings verdict{.threshold = 0.05, .resamples = 1000, .seed = 42, .confidence = 0.95, .min_samples = 5};
+  stats::VerdictSettings verdict{
+      .threshold = 0.05, .resamples = 1000, .seed = 42, .confidence = 0.95, .min_samples = 5};
   // Kernel medians: compare's own defaults (±2%); min_samples counts rounds.
   stats::VerdictSettings kernel_verdict{};
 };
@@ -68,10 +70,12 @@ struct KernelDiff {
   std::string baseline_label, candidate_label;
   std::optional<double> baseline_median_us, candidate_median_us;
   double delta_pct = 0;
-  double ratio = 0, ci_low = 0, ci_high = 0;  // median(baseline)/median(candidate) over round medians
+  double ratio = 0, ci_low = 0,
+         ci_high = 0;  // median(baseline)/median(candidate) over round medians
   stats::Verdict verdict = stats::Verdict::kAmbiguous;
   std::string reason;
-  std::string stored_verdict;  // the candidate run's own verdict vs its baseline kernel ("" if none)
+  std::string
+      stored_verdict;  // the candidate run's own verdict vs its baseline kernel ("" if none)
 };
 
 enum class WorkspaceKind { kServing, kKernels, kOther };
@@ -93,6 +97,10 @@ struct ReportDiff {
 // Throws Error(kUsage) for fewer than two inputs or workspaces of different
 // kinds, kNotFound for a missing workspace or records.
 ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings& settings = {});
+
+// Column labels: the given ones, else the workspace folder's name; names that
+// repeat (two gap_analysis/ folders) take their parent's name too (run_a/gap_analysis).
+std::vector<std::string> diff_labels(const std::vector<DiffInput>& inputs);
 
 // What a folder holds for the diff: serving (benchmark_report.json or per-request
 // records), kernels (compare_report.json / analyze_report.json), or other.

@@ -24,9 +24,11 @@ std::string opt_number(const std::optional<double>& v) { return v ? number(*v) :
 std::string ci_text(double lo, double hi) { return fmt::format("[{:.3f}, {:.3f}]", lo, hi); }
 
 std::string rule_text(const ReportDiff& d) {
-  return fmt::format("verdict: {:.0f}% bootstrap CI of the ratio (>1 = candidate better), {} resamples, seed {}; "
-                     "SAME inside ±{:.1f}%, FASTER/SLOWER beyond it, else AMBIGUOUS",
-                     d.settings.confidence * 100, d.settings.resamples, d.settings.seed, d.settings.threshold * 100);
+  return fmt::format(
+      "verdict: {:.0f}% bootstrap CI of the ratio (>1 = candidate better), {} resamples, seed {}; "
+      "SAME inside ±{:.1f}%, FASTER/SLOWER beyond it, else AMBIGUOUS",
+      d.settings.confidence * 100, d.settings.resamples, d.settings.seed,
+      d.settings.threshold * 100);
 }
 
 }  // namespace
@@ -49,8 +51,9 @@ std::string diff_table(const ReportDiff& d) {
                        c.baseline_requests);
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : c.metrics)
-      rows.push_back({m.metric, m.unit, number(m.baseline), number(m.candidate), signed_pct(m.delta_pct),
-                      fixed(m.ratio, 3), ci_text(m.ci_low, m.ci_high), stats::to_string(m.verdict)});
+      rows.push_back({m.metric, m.unit, number(m.baseline), number(m.candidate),
+                      signed_pct(m.delta_pct), fixed(m.ratio, 3), ci_text(m.ci_low, m.ci_high),
+                      stats::to_string(m.verdict)});
     out += report::render_text_table({{"Metric"},
                                       {"Unit"},
                                       {"Baseline", true},
@@ -87,23 +90,24 @@ std::string diff_table(const ReportDiff& d) {
 std::string diff_csv(const ReportDiff& d) {
   report::CsvWriter csv;
   if (!d.serving.empty()) {
-    csv.row({"case", "baseline", "candidate", "metric", "unit", "higher_is_better", "baseline_value",
-             "candidate_value", "delta_pct", "ratio", "ci_low", "ci_high", "verdict", "reason"});
+    csv.row({"case", "baseline", "candidate", "metric", "unit", "higher_is_better",
+             "baseline_value", "candidate_value", "delta_pct", "ratio", "ci_low", "ci_high",
+             "verdict", "reason"});
     for (const auto& c : d.serving)
       for (const auto& m : c.metrics)
         csv.row({c.case_label, c.baseline_label, c.candidate_label, m.metric, m.unit,
-                 m.higher_is_better ? "true" : "false", fmt::format("{}", m.baseline), fmt::format("{}", m.candidate),
-                 fixed(m.delta_pct, 3), fixed(m.ratio, 5), fixed(m.ci_low, 5), fixed(m.ci_high, 5),
-                 stats::to_string(m.verdict), m.reason});
+                 m.higher_is_better ? "true" : "false", fmt::format("{}", m.baseline),
+                 fmt::format("{}", m.candidate), fixed(m.delta_pct, 3), fixed(m.ratio, 5),
+                 fixed(m.ci_low, 5), fixed(m.ci_high, 5), stats::to_string(m.verdict), m.reason});
   } else {
-    csv.row({"kernel_id", "baseline", "candidate", "baseline_median_us", "candidate_median_us", "delta_pct",
-             "speedup", "ci_low", "ci_high", "verdict", "reason", "stored_verdict"});
+    csv.row({"kernel_id", "baseline", "candidate", "baseline_median_us", "candidate_median_us",
+             "delta_pct", "speedup", "ci_low", "ci_high", "verdict", "reason", "stored_verdict"});
     for (const auto& k : d.kernels)
       csv.row({k.kernel_id, k.baseline_label, k.candidate_label,
                k.baseline_median_us ? fmt::format("{}", *k.baseline_median_us) : "",
-               k.candidate_median_us ? fmt::format("{}", *k.candidate_median_us) : "", fixed(k.delta_pct, 3),
-               fixed(k.ratio, 5), fixed(k.ci_low, 5), fixed(k.ci_high, 5), stats::to_string(k.verdict), k.reason,
-               k.stored_verdict});
+               k.candidate_median_us ? fmt::format("{}", *k.candidate_median_us) : "",
+               fixed(k.delta_pct, 3), fixed(k.ratio, 5), fixed(k.ci_low, 5), fixed(k.ci_high, 5),
+               stats::to_string(k.verdict), k.reason, k.stored_verdict});
   }
   return csv.str();
 }
@@ -141,18 +145,20 @@ json diff_json(const ReportDiff& d) {
   }
   json kernels = json::array();
   for (const auto& k : d.kernels)
-    kernels.push_back({{"kernel_id", k.kernel_id},
-                       {"baseline", k.baseline_label},
-                       {"candidate", k.candidate_label},
-                       {"baseline_median_us", k.baseline_median_us ? json(*k.baseline_median_us) : json(nullptr)},
-                       {"candidate_median_us", k.candidate_median_us ? json(*k.candidate_median_us) : json(nullptr)},
-                       {"delta_pct", k.delta_pct},
-                       {"speedup", k.ratio},
-                       {"ci_low", k.ci_low},
-                       {"ci_high", k.ci_high},
-                       {"verdict", stats::to_string(k.verdict)},
-                       {"reason", k.reason},
-                       {"stored_verdict", k.stored_verdict.empty() ? json(nullptr) : json(k.stored_verdict)}});
+    kernels.push_back(
+        {{"kernel_id", k.kernel_id},
+         {"baseline", k.baseline_label},
+         {"candidate", k.candidate_label},
+         {"baseline_median_us", k.baseline_median_us ? json(*k.baseline_median_us) : json(nullptr)},
+         {"candidate_median_us",
+          k.candidate_median_us ? json(*k.candidate_median_us) : json(nullptr)},
+         {"delta_pct", k.delta_pct},
+         {"speedup", k.ratio},
+         {"ci_low", k.ci_low},
+         {"ci_high", k.ci_high},
+         {"verdict", stats::to_string(k.verdict)},
+         {"reason", k.reason},
+         {"stored_verdict", k.stored_verdict.empty() ? json(nullptr) : json(k.stored_verdict)}});
   return {{"inputs", inputs},
           {"verdict_rule",
            {{"threshold", d.settings.threshold},
@@ -161,9 +167,10 @@ json diff_json(const ReportDiff& d) {
             {"seed", d.settings.seed},
             {"min_samples", d.settings.min_samples},
             {"ratio", "oriented: > 1 means the candidate is better"},
-            {"bootstrap", d.serving.empty() ? "per-round medians of each kernel"
-                                            : "requests resampled with replacement; throughput over the drawn "
-                                              "requests' E2EL-proportional shares of the duration"}}},
+            {"bootstrap", d.serving.empty()
+                              ? "per-round medians of each kernel"
+                              : "requests resampled with replacement; throughput over the drawn "
+                                "requests' E2EL-proportional shares of the duration"}}},
           {"serving", serving},
           {"kernels", kernels},
           {"warnings", d.warnings}};
@@ -171,9 +178,12 @@ json diff_json(const ReportDiff& d) {
 
 std::string write_diff(const ReportDiff& d, DiffFormat format) {
   switch (format) {
-    case DiffFormat::kTable: return diff_table(d);
-    case DiffFormat::kCsv: return diff_csv(d);
-    case DiffFormat::kJson: return diff_json(d).dump(2) + "\n";
+    case DiffFormat::kTable:
+      return diff_table(d);
+    case DiffFormat::kCsv:
+      return diff_csv(d);
+    case DiffFormat::kJson:
+      return diff_json(d).dump(2) + "\n";
   }
   return diff_table(d);
 }

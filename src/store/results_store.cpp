@@ -58,7 +58,8 @@ CREATE TABLE run_metrics (
 static_assert(std::size(kMigrations) == ResultsStore::kSchemaVersion);
 
 constexpr const char* kColumns =
-    "id, kind, status, face, command_line, config_hash, git_commit, gpu, workspace, error, started_at, "
+    "id, kind, status, face, command_line, config_hash, git_commit, gpu, workspace, error, "
+    "started_at, "
     "finished_at, pid, host";
 
 void migrate(Database& db) {
@@ -74,17 +75,22 @@ void migrate(Database& db) {
     }
   }
   if (version > ResultsStore::kSchemaVersion) {
-    throw Error(ErrorKind::kBadFormat,
-                fmt::format("results store has schema version {}, newer than this magpie knows ({})", version,
-                            ResultsStore::kSchemaVersion),
-                db.path().string(), std::nullopt,
-                "use a newer magpie, or point MAGPIE_RESULTS_DB at another file");
+    throw Error(
+        ErrorKind::kBadFormat,
+        fmt::format("results store has schema version {}, newer than this magpie knows ({})",
+                    version, ResultsStore::kSchemaVersion),
+        db.path().string(), std::nullopt,
+        "use a newer magpie, or point MAGPIE_RESULTS_DB at another file");
   }
   for (int v = version; v < ResultsStore::kSchemaVersion; ++v) db.exec(kMigrations[v]);
   if (!has_row) {
-    db.prepare("INSERT INTO schema_version (version) VALUES (?1)").bind(1, int64_t{ResultsStore::kSchemaVersion}).run();
+    db.prepare("INSERT INTO schema_version (version) VALUES (?1)")
+        .bind(1, int64_t{ResultsStore::kSchemaVersion})
+        .run();
   } else if (version != ResultsStore::kSchemaVersion) {
-    db.prepare("UPDATE schema_version SET version = ?1").bind(1, int64_t{ResultsStore::kSchemaVersion}).run();
+    db.prepare("UPDATE schema_version SET version = ?1")
+        .bind(1, int64_t{ResultsStore::kSchemaVersion})
+        .run();
   }
   tx.commit();
 }
@@ -114,7 +120,8 @@ void write_metrics(Database& db, int64_t id, const std::map<std::string, double>
   db.prepare("DELETE FROM run_metrics WHERE run_id = ?1").bind(1, id).run();
   auto ins = db.prepare("INSERT INTO run_metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
   for (const auto& [name, value] : metrics) {
-    if (!std::isfinite(value)) continue;  // SQLite stores NaN as NULL; a missing metric says the same
+    if (!std::isfinite(value))
+      continue;  // SQLite stores NaN as NULL; a missing metric says the same
     ins.bind(1, id).bind(2, name).bind(3, value).run();
     ins.reset();
   }
@@ -124,22 +131,32 @@ void write_metrics(Database& db, int64_t id, const std::map<std::string, double>
 
 std::string_view to_string(RunKind kind) {
   switch (kind) {
-    case RunKind::kAnalyze: return "analyze";
-    case RunKind::kCompare: return "compare";
-    case RunKind::kBenchmark: return "benchmark";
-    case RunKind::kGapAnalysis: return "gap_analysis";
-    case RunKind::kTraceLens: return "tracelens";
+    case RunKind::kAnalyze:
+      return "analyze";
+    case RunKind::kCompare:
+      return "compare";
+    case RunKind::kBenchmark:
+      return "benchmark";
+    case RunKind::kGapAnalysis:
+      return "gap_analysis";
+    case RunKind::kTraceLens:
+      return "tracelens";
   }
   return "benchmark";
 }
 
 std::string_view to_string(RunStatus status) {
   switch (status) {
-    case RunStatus::kRunning: return "running";
-    case RunStatus::kSucceeded: return "succeeded";
-    case RunStatus::kFailed: return "failed";
-    case RunStatus::kCancelled: return "cancelled";
-    case RunStatus::kIncomplete: return "incomplete";
+    case RunStatus::kRunning:
+      return "running";
+    case RunStatus::kSucceeded:
+      return "succeeded";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kCancelled:
+      return "cancelled";
+    case RunStatus::kIncomplete:
+      return "incomplete";
   }
   return "incomplete";
 }
@@ -153,8 +170,8 @@ std::optional<RunKind> run_kind_from_string(std::string_view text) {
 }
 
 std::optional<RunStatus> run_status_from_string(std::string_view text) {
-  for (auto s : {RunStatus::kRunning, RunStatus::kSucceeded, RunStatus::kFailed, RunStatus::kCancelled,
-                 RunStatus::kIncomplete})
+  for (auto s : {RunStatus::kRunning, RunStatus::kSucceeded, RunStatus::kFailed,
+                 RunStatus::kCancelled, RunStatus::kIncomplete})
     if (to_string(s) == text) return s;
   return std::nullopt;
 }
@@ -184,8 +201,8 @@ struct ResultsStore::Impl {
     return m;
   }
 
-  std::vector<RunRecord> query(std::string_view where_and_order, const std::vector<std::string>& text_params,
-                               int64_t limit) {
+  std::vector<RunRecord> query(std::string_view where_and_order,
+                               const std::vector<std::string>& text_params, int64_t limit) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
                                     text_params.size() + 1));
     for (size_t i = 0; i < text_params.size(); ++i) q.bind(static_cast<int>(i + 1), text_params[i]);
@@ -211,7 +228,8 @@ fs::path ResultsStore::default_path() {
     if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) home = pw->pw_dir;
   }
   if (!home || !*home) {
-    throw Error(ErrorKind::kUsage, "cannot place the results store: neither HOME nor a passwd home is set", "",
+    throw Error(ErrorKind::kUsage,
+                "cannot place the results store: neither HOME nor a passwd home is set", "",
                 std::nullopt, "set MAGPIE_RESULTS_DB=/path/to/results.db");
   }
   return fs::path(home) / ".magpie" / "results.db";
@@ -227,8 +245,9 @@ ResultsStore ResultsStore::open(const fs::path& path) {
     fs::create_directories(path.parent_path(), ec);
     if (ec) {
       throw Error(ErrorKind::kUnreadable,
-                  fmt::format("cannot create the results store's directory: {}", ec.message()), path.string(),
-                  std::nullopt, "create it, or point MAGPIE_RESULTS_DB at a writable location");
+                  fmt::format("cannot create the results store's directory: {}", ec.message()),
+                  path.string(), std::nullopt,
+                  "create it, or point MAGPIE_RESULTS_DB at a writable location");
     }
   }
   auto impl = std::make_unique<Impl>();
@@ -248,7 +267,8 @@ size_t ResultsStore::reap_incomplete() {
   };
   std::vector<Candidate> dead;
   {
-    auto q = db.prepare("SELECT id, pid, pid_start_ticks FROM runs WHERE status = 'running' AND host = ?1");
+    auto q = db.prepare(
+        "SELECT id, pid, pid_start_ticks FROM runs WHERE status = 'running' AND host = ?1");
     q.bind(1, impl_->host);
     while (q.step()) {
       Candidate c{q.column_int(0), q.column_int(1), std::nullopt};
@@ -266,8 +286,8 @@ size_t ResultsStore::reap_incomplete() {
   const std::string now = iso_utc_now();
   for (const auto& c : dead) {
     upd.bind(1, now)
-        .bind(2, fmt::format("process {} on {} ended before the run finished (killed or crashed)", c.pid,
-                             impl_->host))
+        .bind(2, fmt::format("process {} on {} ended before the run finished (killed or crashed)",
+                             c.pid, impl_->host))
         .bind(3, c.id)
         .run();
     marked += static_cast<size_t>(db.changes());
@@ -286,8 +306,10 @@ int64_t ResultsStore::begin(const RunStart& start) {
   auto& db = impl_->db;
   WriteTransaction tx(db);
   auto ins = db.prepare(
-      "INSERT INTO runs (kind, status, face, command_line, config_hash, git_commit, gpu, workspace, started_at, "
-      "pid, pid_start_ticks, host) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+      "INSERT INTO runs (kind, status, face, command_line, config_hash, git_commit, gpu, "
+      "workspace, started_at, "
+      "pid, pid_start_ticks, host) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+      "?11)");
   ins.bind(1, to_string(start.kind))
       .bind(2, start.face)
       .bind(3, start.command_line)
@@ -305,10 +327,11 @@ int64_t ResultsStore::begin(const RunStart& start) {
   return id;
 }
 
-void ResultsStore::finish(int64_t id, RunStatus status, const std::map<std::string, double>& metrics,
-                          const std::string& error) {
+void ResultsStore::finish(int64_t id, RunStatus status,
+                          const std::map<std::string, double>& metrics, const std::string& error) {
   if (status == RunStatus::kRunning) {
-    throw Error(ErrorKind::kUsage, fmt::format("run {}: finish() needs a final status, not running", id),
+    throw Error(ErrorKind::kUsage,
+                fmt::format("run {}: finish() needs a final status, not running", id),
                 path().string());
   }
   std::lock_guard lock(impl_->mutex);
@@ -321,8 +344,8 @@ void ResultsStore::finish(int64_t id, RunStatus status, const std::map<std::stri
       .bind(4, id)
       .run();
   if (db.changes() == 0) {
-    throw Error(ErrorKind::kNotFound, fmt::format("no run with id {} in the results store", id), path().string(),
-                std::nullopt, "`magpie results list` shows the ids");
+    throw Error(ErrorKind::kNotFound, fmt::format("no run with id {} in the results store", id),
+                path().string(), std::nullopt, "`magpie results list` shows the ids");
   }
   write_metrics(db, id, metrics);
   tx.commit();
@@ -332,13 +355,16 @@ void ResultsStore::update_workspace(int64_t id, const fs::path& workspace, const
   std::lock_guard lock(impl_->mutex);
   auto& db = impl_->db;
   WriteTransaction tx(db);
-  db.prepare("UPDATE runs SET workspace = ?1, gpu = CASE WHEN ?2 = '' THEN gpu ELSE ?2 END WHERE id = ?3")
+  db.prepare(
+        "UPDATE runs SET workspace = ?1, gpu = CASE WHEN ?2 = '' THEN gpu ELSE ?2 END WHERE id = "
+        "?3")
       .bind(1, normalize_workspace(workspace))
       .bind(2, gpu)
       .bind(3, id)
       .run();
   if (db.changes() == 0) {
-    throw Error(ErrorKind::kNotFound, fmt::format("no run with id {} in the results store", id), path().string());
+    throw Error(ErrorKind::kNotFound, fmt::format("no run with id {} in the results store", id),
+                path().string());
   }
   tx.commit();
 }
@@ -368,7 +394,8 @@ std::optional<RunRecord> ResultsStore::get(int64_t id) const {
 
 std::optional<RunRecord> ResultsStore::find_by_workspace(const fs::path& workspace) const {
   std::lock_guard lock(impl_->mutex);
-  auto rows = impl_->query("WHERE workspace = ?1 ORDER BY id DESC", {normalize_workspace(workspace)}, 1);
+  auto rows =
+      impl_->query("WHERE workspace = ?1 ORDER BY id DESC", {normalize_workspace(workspace)}, 1);
   if (rows.empty()) return std::nullopt;
   return rows.front();
 }
@@ -383,8 +410,10 @@ std::optional<int64_t> ResultsStore::insert_finished(const RunRecord& r, bool un
     if (q.step()) return std::nullopt;
   }
   auto ins = db.prepare(
-      "INSERT INTO runs (kind, status, face, command_line, config_hash, git_commit, gpu, workspace, error, "
-      "started_at, finished_at, pid, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "INSERT INTO runs (kind, status, face, command_line, config_hash, git_commit, gpu, "
+      "workspace, error, "
+      "started_at, finished_at, pid, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+      "?12, ?13)");
   ins.bind(1, to_string(r.kind))
       .bind(2, to_string(r.status))
       .bind(3, r.face)
@@ -408,8 +437,8 @@ std::optional<int64_t> ResultsStore::insert_finished(const RunRecord& r, bool un
 size_t ResultsStore::import_workspaces(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw Error(ErrorKind::kNotFound, "no such directory to import workspaces from", dir.string(), std::nullopt,
-                "pass the -o/--output-dir of earlier magpie runs");
+    throw Error(ErrorKind::kNotFound, "no such directory to import workspaces from", dir.string(),
+                std::nullopt, "pass the -o/--output-dir of earlier magpie runs");
   }
   size_t added = 0;
   for (const auto& ws : find_workspaces(dir)) {

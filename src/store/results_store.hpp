@@ -49,7 +49,8 @@ struct RunRecord {
   int64_t pid = 0;
   std::string host;
   std::map<std::string, double> metrics;
-  bool workspace_exists = true;  // filled from disk when read; a deleted workspace is kept, marked missing
+  bool workspace_exists =
+      true;  // filled from disk when read; a deleted workspace is kept, marked missing
 };
 
 struct RunFilter {
@@ -82,7 +83,8 @@ class ResultsStore {
               const std::string& error = "");
   // Sets the workspace (and the GPU, when not empty) of a run begun before its
   // workspace existed. Throws Error(kNotFound) for an unknown id.
-  void update_workspace(int64_t id, const std::filesystem::path& workspace, const std::string& gpu = "");
+  void update_workspace(int64_t id, const std::filesystem::path& workspace,
+                        const std::string& gpu = "");
 
   // Newest first.
   std::vector<RunRecord> list(const RunFilter& filter) const;

@@ -47,7 +47,8 @@ std::optional<double> parse_iso_utc(std::string_view iso) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;
   double s = 0;
   std::string text(iso);
-  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &y, &mo, &d, &h, &mi, &s) != 6) return std::nullopt;
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &y, &mo, &d, &h, &mi, &s) != 6)
+    return std::nullopt;
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;
   tm.tm_mday = d;
@@ -128,8 +129,10 @@ std::string git_commit(const std::filesystem::path& dir) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  if (text.size() < 40 || text.find_first_not_of("0123456789abcdef") != std::string::npos) return {};
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
+  if (text.size() < 40 || text.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return {};
   return text;
 }
 

@@ -23,7 +23,8 @@ RunRecorder::~RunRecorder() {
                    unwinding ? "the run ended with an error before recording a result"
                              : "the run ended without recording a result");
   } catch (...) {
-    // Never throw from a destructor; the next open() cannot help either (the pid is alive until exit).
+    // Never throw from a destructor; the next open() cannot help either (the pid is alive until
+    // exit).
   }
 }
 
@@ -42,7 +43,8 @@ void RunRecorder::set_workspace(const std::filesystem::path& workspace, const st
   }
 }
 
-void RunRecorder::finish(RunStatus status, const std::map<std::string, double>& metrics, const std::string& error) {
+void RunRecorder::finish(RunStatus status, const std::map<std::string, double>& metrics,
+                         const std::string& error) {
   if (finished_) return;
   finished_ = true;
   if (!store_ || !id_) return;

@@ -1,9 +1,9 @@
 #pragma once
 // Recording a run from a CLI command or an MCP tool in three lines:
 //
-//   store::RunRecorder rec({.kind = store::RunKind::kBenchmark, .command_line = cmd, .working_dir = cwd});
-//   auto outcome = serve::run_benchmark(...);
-//   rec.finish(outcome.success ? kSucceeded : kFailed, metrics_from_report(kBenchmark, outcome.report));
+//   store::RunRecorder rec({.kind = store::RunKind::kBenchmark, .command_line = cmd, .working_dir =
+//   cwd}); auto outcome = serve::run_benchmark(...); rec.finish(outcome.success ? kSucceeded :
+//   kFailed, metrics_from_report(kBenchmark, outcome.report));
 //
 // Recording never fails the run it records: a store that cannot be opened or
 // written is reported once through `warn` and the recorder goes quiet. A
@@ -31,7 +31,8 @@ class RunRecorder {
   RunRecorder& operator=(const RunRecorder&) = delete;
 
   void set_workspace(const std::filesystem::path& workspace, const std::string& gpu = "");
-  void finish(RunStatus status, const std::map<std::string, double>& metrics = {}, const std::string& error = "");
+  void finish(RunStatus status, const std::map<std::string, double>& metrics = {},
+              const std::string& error = "");
   std::optional<int64_t> id() const { return id_; }
 
  private:

@@ -58,7 +58,8 @@ ServingCase load_case(const fs::path& dir, const std::string& label, double repo
                 fmt::format("no per-request records for case '{}': neither requests.jsonl nor "
                             "benchmark_serving_result.json",
                             label),
-                dir.string(), std::nullopt, "diff needs a serving benchmark workspace (magpie benchmark vllm ...)");
+                dir.string(), std::nullopt,
+                "diff needs a serving benchmark workspace (magpie benchmark vllm ...)");
   }
   c.label = label;
   c.dir = dir;
@@ -85,8 +86,9 @@ std::vector<ServingRequest> parse_requests_jsonl(std::string_view text, const st
     } catch (const json::exception& e) {
       // A run killed mid-write leaves a torn last line: keep what was measured.
       if (pos >= text.size()) break;
-      throw Error(ErrorKind::kBadFormat, fmt::format("line {}: not a JSON request record: {}", line_no, e.what()),
-                  origin, offset);
+      throw Error(ErrorKind::kBadFormat,
+                  fmt::format("line {}: not a JSON request record: {}", line_no, e.what()), origin,
+                  offset);
     }
     if (!j.is_object() || j.value("warmup", false)) continue;
     ServingRequest r;
@@ -120,13 +122,16 @@ ServingCase parse_serving_result_json(std::string_view text, const std::string& 
   const json* ttfts = arr("ttfts");
   if (!ttfts) {
     throw Error(ErrorKind::kNotFound,
-                "no per-request arrays (ttfts, itls, ...): the benchmark was saved without details", origin,
-                std::nullopt, "rerun with per-request results (vLLM: --save-detailed), or keep requests.jsonl");
+                "no per-request arrays (ttfts, itls, ...): the benchmark was saved without details",
+                origin, std::nullopt,
+                "rerun with per-request results (vLLM: --save-detailed), or keep requests.jsonl");
   }
-  const json *itls = arr("itls"), *outs = arr("output_lens"), *errors = arr("errors"), *lat = arr("latencies"),
-             *starts = arr("start_times");
+  const json *itls = arr("itls"), *outs = arr("output_lens"), *errors = arr("errors"),
+             *lat = arr("latencies"), *starts = arr("start_times");
   const size_t n = ttfts->size();
-  auto at = [&](const json* a, size_t i) -> const json* { return a && i < a->size() ? &(*a)[i] : nullptr; };
+  auto at = [&](const json* a, size_t i) -> const json* {
+    return a && i < a->size() ? &(*a)[i] : nullptr;
+  };
   c.has_timeline = starts && lat && starts->size() == n && lat->size() == n;
   for (size_t i = 0; i < n; ++i) {
     ServingRequest r;
@@ -136,7 +141,8 @@ ServingCase parse_serving_result_json(std::string_view text, const std::string& 
         if (x.is_number()) r.itl_s.push_back(x.get<double>());
     if (auto* v = at(outs, i); v && v->is_number()) r.output_tokens = v->get<int64_t>();
     auto* err = at(errors, i);
-    r.success = !(err && err->is_string() && !err->get<std::string>().empty()) && r.output_tokens != 0;
+    r.success =
+        !(err && err->is_string() && !err->get<std::string>().empty()) && r.output_tokens != 0;
     if (auto* v = at(lat, i); v && v->is_number()) {
       r.e2el_s = v->get<double>();
     } else {  // older vLLM keeps no latencies: the stream's own sum
@@ -146,7 +152,8 @@ ServingCase parse_serving_result_json(std::string_view text, const std::string& 
     if (auto* v = at(starts, i); v && v->is_number()) r.start_s = v->get<double>();
     c.requests.push_back(std::move(r));
   }
-  if (c.has_timeline && !c.requests.empty()) {  // vLLM's start_times are absolute: rebase to the first
+  if (c.has_timeline &&
+      !c.requests.empty()) {  // vLLM's start_times are absolute: rebase to the first
     double t0 = INFINITY;
     for (const auto& r : c.requests) t0 = std::min(t0, r.start_s);
     for (auto& r : c.requests) r.start_s -= t0;
@@ -164,9 +171,10 @@ std::vector<ServingCase> load_serving_cases(const fs::path& workspace) {
                          ? report["cases"]
                          : json::array();
   if (cases.empty()) {
-    double d = report.is_object() && report.contains("throughput") && report["throughput"].is_object()
-                   ? number_or(report["throughput"], "duration_seconds", 0)
-                   : 0;
+    double d =
+        report.is_object() && report.contains("throughput") && report["throughput"].is_object()
+            ? number_or(report["throughput"], "duration_seconds", 0)
+            : 0;
     out.push_back(load_case(workspace, "", d));
     return out;
   }
@@ -175,9 +183,11 @@ std::vector<ServingCase> load_serving_cases(const fs::path& workspace) {
     double d = cj.contains("throughput") && cj["throughput"].is_object()
                    ? number_or(cj["throughput"], "duration_seconds", 0)
                    : 0;
-    // The layout benchmark_runner writes; the recorded absolute path only if the workspace was not moved.
+    // The layout benchmark_runner writes; the recorded absolute path only if the workspace was not
+    // moved.
     fs::path dir = cases.size() == 1 ? workspace : workspace / "cases" / label;
-    if (!fs::is_directory(dir, ec) && cj.contains("requests_path") && cj["requests_path"].is_string())
+    if (!fs::is_directory(dir, ec) && cj.contains("requests_path") &&
+        cj["requests_path"].is_string())
       dir = fs::path(cj["requests_path"].get<std::string>()).parent_path();
     out.push_back(load_case(dir, cases.size() == 1 ? "" : label, d));
   }

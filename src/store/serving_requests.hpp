@@ -22,8 +22,8 @@ struct ServingRequest {
 struct ServingCase {
   std::string label;  // "" for a single-case run, else the sweep case's label (c8_i1024_o128, ...)
   std::filesystem::path dir;
-  std::string source;       // the file the records came from
-  double duration_s = 0;    // the run's measured duration (the report's, else the last completion)
+  std::string source;     // the file the records came from
+  double duration_s = 0;  // the run's measured duration (the report's, else the last completion)
   bool has_timeline = false;  // start times known (else the duration must come from the report)
   std::vector<ServingRequest> requests;  // measured requests only (warm-ups dropped), failures kept
 };

@@ -73,7 +73,8 @@ bool kernel_ok(const json& row) {
 
 RunStatus kernel_status(const json& summary) {
   if (!summary.is_array() || summary.empty()) return RunStatus::kFailed;
-  return std::all_of(summary.begin(), summary.end(), kernel_ok) ? RunStatus::kSucceeded : RunStatus::kFailed;
+  return std::all_of(summary.begin(), summary.end(), kernel_ok) ? RunStatus::kSucceeded
+                                                                : RunStatus::kFailed;
 }
 
 std::string kernel_errors(const json& report) {
@@ -123,24 +124,26 @@ std::map<std::string, double> metrics_from_report(RunKind kind, const json& r) {
   switch (kind) {
     case RunKind::kBenchmark: {
       for (const char* key : {"request_throughput", "output_throughput", "total_token_throughput",
-                              "completed_requests", "failed_requests"})
+                              "completed_requests", "failed_requests", "duration_seconds"})
         put(m, key, num(r, {"throughput", key}));
-      put(m, "duration_s", num(r, {"throughput", "duration_seconds"}));
       for (const char* metric : {"ttft", "tpot", "itl", "e2el"})
         for (const char* stat : {"mean_ms", "median_ms", "p99_ms"})
-          put(m, fmt::format("{}_{}", metric, stat), num(r, {"latency", metric, stat}));
+          put(m, fmt::format("{}.{}", metric, stat), num(r, {"latency", metric, stat}));
       put(m, "execution_time_s", num(r, {"execution_time"}));
       break;
     }
     case RunKind::kAnalyze:
     case RunKind::kCompare: {
       const json& summary = r.contains("summary") ? r["summary"] : json::array();
+      bool all_correct = summary.is_array() && !summary.empty();
       for (const auto& row : summary) {
+        all_correct = all_correct && row.value("correctness_state", "") == "SUCCESS";
         std::string id = row.value("kernel_id", "");
         if (id.empty()) continue;
-        put(m, id + ".median_us", num(row, {"performance_summary", "median_us"}));
+        put(m, id + ".median_ns", num(row, {"performance_summary", "median_us"}) * 1e3);
         put(m, id + ".score", num(row, {"score"}));
       }
+      m["all_correct"] = all_correct ? 1 : 0;
       if (kind == RunKind::kCompare && r.contains("results") && r["results"].is_object()) {
         const auto& res = r["results"];
         for (const auto& v : res.value("verdicts", json::array())) {
@@ -154,11 +157,20 @@ std::map<std::string, double> metrics_from_report(RunKind kind, const json& r) {
     case RunKind::kGapAnalysis:
       put(m, "total_duration_us", num(r, {"total_duration_us"}));
       put(m, "num_ranks", num(r, {"num_ranks"}));
+      if (r.contains("skipped") && r["skipped"].is_array())
+        m["skipped_files"] = static_cast<double>(r["skipped"].size());
       if (r.contains("top_kernels") && r["top_kernels"].is_array())
         m["top_kernels"] = static_cast<double>(r["top_kernels"].size());
       break;
     case RunKind::kTraceLens:
-      if (r.contains("reports") && r["reports"].is_array()) m["reports"] = static_cast<double>(r["reports"].size());
+      if (r.contains("stage_results") && r["stage_results"].is_object()) {
+        m["stages"] = static_cast<double>(r["stage_results"].size());
+        for (const auto& [stage, sr] : r["stage_results"].items())
+          put(m, stage + "_kernel_time_us", num(sr, {"summary", "kernel_time_us"}));
+      }
+      if (r.contains("errors") && r["errors"].is_array())
+        m["errors"] = static_cast<double>(r["errors"].size());
+      put(m, "seconds", num(r, {"timing_s", "total"}));
       if (r.contains("output_files") && r["output_files"].is_array())
         m["output_files"] = static_cast<double>(r["output_files"].size());
       break;
@@ -189,12 +201,15 @@ std::optional<RunRecord> read_workspace(const fs::path& dir) {
   switch (*kind) {
     case RunKind::kBenchmark: {
       bool success = report.value("success", false), complete = report.value("complete", true);
-      r.status = success ? RunStatus::kSucceeded : complete ? RunStatus::kFailed : RunStatus::kIncomplete;
+      r.status = success    ? RunStatus::kSucceeded
+                 : complete ? RunStatus::kFailed
+                            : RunStatus::kIncomplete;
       r.error = join_errors(report.value("errors", json::array()));
       double exec = num(report, {"execution_time"});
       if (auto end = parse_iso_utc(r.finished_at); end && std::isfinite(exec) && exec > 0) {
         auto t = static_cast<std::time_t>(*end - exec);
-        r.started_at = iso_utc(fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(t)));
+        r.started_at =
+            iso_utc(fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(t)));
       }
       if (fs::is_regular_file(dir / "config.yaml", ec)) {
         try {
@@ -211,10 +226,13 @@ std::optional<RunRecord> read_workspace(const fs::path& dir) {
       break;
     case RunKind::kGapAnalysis:
     case RunKind::kTraceLens: {
-      // Skipped files are errors in these reports, but the run still succeeded if it produced anything.
+      // As src/jobs records them: a gap analysis with skipped files (its "errors") still
+      // succeeded if it read a rank; TraceLens fails on any error.
       r.error = join_errors(report.value("errors", json::array()));
-      bool produced = *kind == RunKind::kGapAnalysis ? r.metrics.count("num_ranks") && r.metrics["num_ranks"] > 0
-                                                     : r.metrics.count("output_files") && r.metrics["output_files"] > 1;
+      bool produced =
+          *kind == RunKind::kGapAnalysis
+              ? r.metrics.count("num_ranks") && r.metrics["num_ranks"] > 0
+              : r.error.empty() && r.metrics.count("output_files") && r.metrics["output_files"] > 1;
       r.status = produced ? RunStatus::kSucceeded : RunStatus::kFailed;
       break;
     }

@@ -30,14 +30,14 @@ std::vector<std::filesystem::path> find_workspaces(const std::filesystem::path& 
 // missing or unreadable.
 std::optional<RunRecord> read_workspace(const std::filesystem::path& dir);
 
-// Key metrics of a report, by kind:
+// Key metrics of a report, by kind, named as src/jobs records them:
 //   benchmark     request_throughput, output_throughput, total_token_throughput,
-//                 completed_requests, failed_requests, duration_s,
-//                 {ttft,tpot,itl,e2el}_{mean,median,p99}_ms
-//   analyze       <kernel_id>.median_us, <kernel_id>.score
-//   compare       <kernel_id>.median_us, <kernel_id>.speedup, winner_index
-//   gap_analysis  total_duration_us, num_ranks, top_kernels
-//   tracelens     reports, output_files
+//                 completed_requests, failed_requests, duration_seconds,
+//                 {ttft,tpot,itl,e2el}.{mean_ms,median_ms,p99_ms}, execution_time_s
+//   analyze       <kernel_id>.median_ns, <kernel_id>.score, all_correct
+//   compare       as analyze, plus <kernel_id>.speedup, winner_index
+//   gap_analysis  total_duration_us, num_ranks, skipped_files, top_kernels
+//   tracelens     stages, <stage>_kernel_time_us, errors, seconds, output_files
 std::map<std::string, double> metrics_from_report(RunKind kind, const nlohmann::json& report);
 
 }  // namespace magpie::store

@@ -55,8 +55,9 @@ std::string hint_for(int rc) {
 Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) {
   Database d;
   d.path_ = path;
-  int rc = sqlite3_open_v2(path.c_str(), &d.db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &d.db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) d.fail(rc, "open the results store");
   sqlite3_extended_result_codes(d.db_, 1);
   sqlite3_busy_timeout(d.db_, busy_timeout_ms);
@@ -65,9 +66,11 @@ Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) 
   auto mode = d.prepare("PRAGMA journal_mode=WAL");
   if (mode.step() && mode.column_text(0) != "wal") {
     throw Error(ErrorKind::kUnreadable,
-                fmt::format("results store could not switch to WAL journaling (got '{}')", mode.column_text(0)),
+                fmt::format("results store could not switch to WAL journaling (got '{}')",
+                            mode.column_text(0)),
                 path.string(), std::nullopt,
-                "keep the store on a local file system (WAL needs shared memory), or set MAGPIE_RESULTS_DB");
+                "keep the store on a local file system (WAL needs shared memory), or set "
+                "MAGPIE_RESULTS_DB");
   }
   d.exec("PRAGMA synchronous=NORMAL");
   d.exec("PRAGMA foreign_keys=ON");
@@ -78,7 +81,9 @@ Database::~Database() {
   if (db_) sqlite3_close_v2(db_);
 }
 
-Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) {
+  o.db_ = nullptr;
+}
 
 Database& Database::operator=(Database&& o) noexcept {
   if (this != &o) {
@@ -92,8 +97,8 @@ Database& Database::operator=(Database&& o) noexcept {
 
 void Database::fail(int rc, std::string_view what) const {
   std::string detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  throw Error(kind_for(rc), fmt::format("results store: cannot {}: {}", what, detail), path_.string(), std::nullopt,
-              hint_for(rc));
+  throw Error(kind_for(rc), fmt::format("results store: cannot {}: {}", what, detail),
+              path_.string(), std::nullopt, hint_for(rc));
 }
 
 void Database::exec(std::string_view sql) {
@@ -117,7 +122,8 @@ Statement::~Statement() {
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
-  int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  int rc =
+      sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
   return *this;
 }
@@ -148,12 +154,15 @@ void Statement::reset() {
 
 int64_t Statement::column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
 double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
-bool Statement::column_is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+bool Statement::column_is_null(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
 
 std::string Statement::column_text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
   if (!p) return {};
-  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  return std::string(reinterpret_cast<const char*>(p),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
 WriteTransaction::WriteTransaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }

@@ -54,7 +54,10 @@ class Statement {
   Statement& bind(int index, double value);
   // Steps once: true while a row is available, false when done.
   bool step();
-  void run() { while (step()) {} }
+  void run() {
+    while (step()) {
+    }
+  }
   void reset();
 
   int64_t column_int(int col) const;
