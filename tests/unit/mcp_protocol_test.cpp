@@ -1,4 +1,4 @@
-// MCP protocol: JSON-RPC classification, the schema subset, and a session's
+// MCP protocol: JSON-RPC classification and a session's
 // dispatch (lifecycle, tools/list, tools/call, errors, progress, cancellation).
 #include <gtest/gtest.h>
 
@@ -11,7 +11,6 @@
 #include "mcp/http_transport.hpp"
 #include "mcp/json_rpc.hpp"
 #include "mcp/protocol.hpp"
-#include "mcp/schema_check.hpp"
 #include "mcp/stdio_transport.hpp"
 #include "mcp/tool_registry.hpp"
 
@@ -52,40 +51,6 @@ TEST(McpJsonRpc, ErrorsForBadMessages) {
   EXPECT_EQ(parse_message(R"({"jsonrpc":"2.0","id":1,"method":"x","params":[1]})").error->code,
             kInvalidRequest);
   EXPECT_EQ(parse_message("42").error->code, kInvalidRequest);
-}
-
-TEST(McpSchema, ChecksTheSubsetWeUse) {
-  json schema = json::parse(R"({
-    "type":"object","additionalProperties":false,"required":["paths"],
-    "properties":{
-      "paths":{"type":"array","minItems":2,"items":{"type":"string","minLength":1}},
-      "top_k":{"type":"integer","minimum":1},
-      "kind":{"type":"string","enum":["hip","cuda"]},
-      "ratio":{"type":["number","null"],"maximum":1}
-    }})");
-  EXPECT_FALSE(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":3})")));
-  EXPECT_FALSE(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":3.0})")));
-
-  auto missing = check_schema(schema, json::parse(R"({"top_k":3})"));
-  ASSERT_TRUE(missing);
-  EXPECT_EQ(missing->path, "paths");
-  EXPECT_NE(missing->message.find("required"), std::string::npos);
-
-  auto item = check_schema(schema, json::parse(R"({"paths":["a",5]})"));
-  ASSERT_TRUE(item);
-  EXPECT_EQ(item->describe(), "paths[1]: expected string, got integer");
-
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a"]})"))->path, "paths");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a",""]})"))->path, "paths[1]");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":0})"))->path, "top_k");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"top_k":"3"})"))->path, "top_k");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"kind":"x"})"))->path, "kind");
-  EXPECT_EQ(check_schema(schema, json::parse(R"({"paths":["a","b"],"ratio":2})"))->path, "ratio");
-  EXPECT_FALSE(check_schema(schema, json::parse(R"({"paths":["a","b"],"ratio":null})")));
-  auto extra = check_schema(schema, json::parse(R"({"paths":["a","b"],"topk":1})"));
-  ASSERT_TRUE(extra);
-  EXPECT_EQ(extra->path, "topk");
-  EXPECT_NE(extra->message.find("top_k"), std::string::npos);  // lists the known names
 }
 
 // Collects what a session sends.
@@ -299,24 +264,6 @@ TEST(McpStdio, ServesLinesUntilEof) {
   EXPECT_EQ(got[0]["result"]["protocolVersion"], "2025-11-25");
   EXPECT_EQ(got[1]["error"]["code"], kParseError);
   EXPECT_TRUE(got[1]["id"].is_null());
-}
-
-TEST(McpJobRunner, RunsAtMostNAtOnce) {
-  JobRunner runner(2);
-  std::atomic<int> now{0}, peak{0}, done{0};
-  for (int i = 0; i < 6; ++i)
-    runner.submit([&] {
-      int n = ++now;
-      int p = peak.load();
-      while (n > p && !peak.compare_exchange_weak(p, n)) {
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      --now;
-      ++done;
-    });
-  runner.shutdown();
-  EXPECT_EQ(done, 6);
-  EXPECT_LE(peak, 2);
 }
 
 TEST(McpHttp, LoopbackRules) {
