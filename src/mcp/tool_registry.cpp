@@ -31,6 +31,7 @@ json ToolRegistry::list_json() const {
                   {"inputSchema", t.input_schema},
                   {"outputSchema", t.output_schema}};
     if (!t.title.empty()) entry["title"] = t.title;
+    if (!t.annotations.empty()) entry["annotations"] = t.annotations;
     list.push_back(std::move(entry));
   }
   return {{"tools", std::move(list)}};

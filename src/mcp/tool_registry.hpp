@@ -43,6 +43,9 @@ struct Tool {
   nlohmann::json input_schema;   // a JSON Schema object ({"type":"object",...})
   nlohmann::json output_schema;  // likewise; structuredContent must conform
   bool long_running = false;     // true: runs on the job runner (queued, cancellable)
+  // MCP tool annotations (hints for clients): readOnlyHint, destructiveHint,
+  // idempotentHint, openWorldHint. Empty = none sent.
+  nlohmann::json annotations = nlohmann::json::object();
   ToolHandler handler;
 };
 

@@ -127,6 +127,11 @@ Tool configure_gpu_tool() {
   Tool t;
   t.name = "configure_gpu";
   t.title = "Set GPU power limit and clocks";
+  // Changes machine state other work depends on.
+  t.annotations = {{"readOnlyHint", false},
+                   {"destructiveHint", true},
+                   {"idempotentHint", true},
+                   {"openWorldHint", false}};
   t.description =
       "Sets the power limit and locks graphics/memory clocks on NVIDIA GPUs through nvidia-smi "
       "(needs root), or resets them. All or nothing: if one change fails, the ones already made "
@@ -185,23 +190,40 @@ Tool configure_gpu_tool() {
 
 }  // namespace detail
 
+namespace {
+
+// Reads and reports only: safe to call any time.
+Tool read_only(Tool t) {
+  t.annotations = {{"readOnlyHint", true}, {"openWorldHint", false}};
+  return t;
+}
+// Runs builds, testcases, engines or writes reports: not read-only, but
+// adds files rather than destroying anything.
+Tool runs_work(Tool t, bool open_world = false) {
+  t.annotations = {
+      {"readOnlyHint", false}, {"destructiveHint", false}, {"openWorldHint", open_world}};
+  return t;
+}
+
+}  // namespace
+
 ToolRegistry magpie_tools() {
   using namespace detail;
   ToolRegistry r;
-  r.add(hardware_spec_tool());
-  r.add(analyze_tool());
-  r.add(compare_tool());
+  r.add(read_only(hardware_spec_tool()));
+  r.add(runs_work(analyze_tool()));
+  r.add(runs_work(compare_tool()));
   r.add(configure_gpu_tool());
-  r.add(discover_kernels_tool());
-  r.add(suggest_optimizations_tool());
-  r.add(create_kernel_config_tool());
-  r.add(benchmark_tool());
-  r.add(gap_analysis_tool());
-  r.add(tracelens_tool());
-  r.add(list_benchmark_images_tool());
-  r.add(list_benchmark_results_tool());
-  r.add(get_benchmark_result_tool());
-  r.add(compare_benchmark_reports_tool());
+  r.add(read_only(discover_kernels_tool()));
+  r.add(read_only(suggest_optimizations_tool()));
+  r.add(runs_work(create_kernel_config_tool()));
+  r.add(runs_work(benchmark_tool(), /*open_world=*/true));
+  r.add(runs_work(gap_analysis_tool()));
+  r.add(runs_work(tracelens_tool()));
+  r.add(read_only(list_benchmark_images_tool()));
+  r.add(runs_work(list_benchmark_results_tool()));
+  r.add(read_only(get_benchmark_result_tool()));
+  r.add(runs_work(compare_benchmark_reports_tool()));
   return r;
 }
 

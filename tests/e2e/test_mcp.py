@@ -124,6 +124,9 @@ def test_lists_tools_with_valid_schemas(target):
     tools = run(list_tools(target))
     names = {t.name for t in tools}
     assert names == ALL_TOOLS, names
+    by_name = {t.name: t for t in tools}
+    assert by_name["hardware_spec"].annotations.read_only_hint
+    assert by_name["configure_gpu"].annotations.destructive_hint
     for t in tools:
         assert t.description, t.name
         for schema in (t.input_schema, t.output_schema):
