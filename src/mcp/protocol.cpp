@@ -1,5 +1,7 @@
 #include "mcp/protocol.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
@@ -242,7 +244,7 @@ void Session::call_tool(const Message& m, const std::shared_ptr<Outbox>& out) {
                  (cancelled                        ? "cancelled"
                   : result.value("isError", false) ? "error"
                                                    : "ok") +
-                 " in " + std::to_string(seconds) + " s");
+                 fmt::format(" in {:.2f} s", seconds));
     if (!cancelled) out->send(make_result(id, std::move(result)));
     finish_request(key);
     out->finish();
