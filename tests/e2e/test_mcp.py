@@ -666,3 +666,31 @@ def test_sdk_cancel_over_http(http_server, vllm_server, tiny_model, magpie, stor
             break
         time.sleep(1)
     assert status == "cancelled"
+
+
+def test_sigterm_mid_benchmark_stops_the_engine(magpie, store_env, tiny_model, tmp_path):
+    """How clients end a stdio server that does not exit on EOF: SIGTERM. The running benchmark
+    is cancelled, its engine's process group stopped and the run recorded before the exit."""
+    before = engine_pgids(tiny_model)
+    s = RawStdio(magpie, store_env)
+    s.initialize()
+    args = {"framework": "vllm", "model": str(tiny_model), "concurrency": 1, "num_prompts": 2000,
+            "output_dir": str(tmp_path), **WORKLOAD, **engine_args()}
+    s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "benchmark", "arguments": args, "_meta": {"progressToken": 1}}})
+    groups = set()
+    try:
+        read_until(s, load_started, 900)
+        groups = engine_pgids(tiny_model) - before
+        assert groups
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(timeout=120) == 128 + signal.SIGTERM
+        assert not any(group_alive(g) for g in groups), "the engine outlived the server"
+        mine = [r for r in store_runs(magpie, store_env) if str(tmp_path) in r["command_line"]]
+        assert mine and mine[0]["status"] == "cancelled", mine
+    finally:
+        for g in groups:
+            if group_alive(g):
+                os.killpg(g, signal.SIGKILL)
+        if s.proc.poll() is None:
+            os.killpg(s.proc.pid, signal.SIGKILL)
