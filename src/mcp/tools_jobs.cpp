@@ -41,6 +41,12 @@ std::vector<std::string> strings(const ToolCall& call, const char* name) {
   return arg<std::vector<std::string>>(call, name, {});
 }
 
+json percent(const std::string& description) {
+  json p = s::number(description, 0);
+  p["maximum"] = 100;
+  return p;
+}
+
 json paths_json(const std::vector<fs::path>& paths) {
   json out = json::array();
   for (const auto& p : paths) out.push_back(p.string());
@@ -132,8 +138,8 @@ Tool gap_analysis_tool() {
   t.long_running = true;
   t.input_schema = s::input(
       {{"trace_dir", s::path("Folder of trace files, one per rank (or DIR/torch_trace)")},
-       {"start_pct", s::with_default(s::number("Analyse from this % of the trace's span", 0), 0)},
-       {"end_pct", s::with_default(s::number("... up to this %", 0), 100)},
+       {"start_pct", s::with_default(percent("Analyse from this % of the trace's span"), 0)},
+       {"end_pct", s::with_default(percent("... up to this %"), 100)},
        {"top_k", s::with_default(s::integer("Kernels in the top list", 1), 20)},
        {"min_duration_us", s::with_default(s::number("Ignore kernels shorter than this", 0), 0)},
        {"categories", s::array(s::string(""), "Event categories counted (default kernel, gpu)")},
@@ -336,8 +342,8 @@ Tool benchmark_tool() {
        {"gap_analysis_enabled",
         s::with_default(s::boolean("Gap analysis of the traces (profiled runs)"), true)},
        {"gap_analysis_top_k", s::integer("Top kernels", 1)},
-       {"gap_analysis_start_pct", s::number("", 0)},
-       {"gap_analysis_end_pct", s::number("", 0)},
+       {"gap_analysis_start_pct", percent("Gap analysis from this % of the profiled span")},
+       {"gap_analysis_end_pct", percent("... up to this %")},
        {"docker_image", s::string("Image instead of Magpie's choice (list_benchmark_images)")},
        {"timeout_seconds", s::with_default(s::number("Whole-run timeout", 1), 3600)},
        {"ready_timeout_seconds", s::number("How long the engine may take to become ready", 1)},
