@@ -179,16 +179,18 @@ Tool get_benchmark_result_tool() {
       for (const auto& src : store::find_op_tables(r.workspace))
         tables.push_back({{"section", src.section}, {"csv", src.csv.string()}});
       out["kernel_tables"] = std::move(tables);
-      // A gap analysis report carries its top kernels itself.
+      // A gap analysis report carries its top kernels itself; a profiled
+      // benchmark's report carries its gap analysis block.
       if (report) {
-        for (const char* key : {"top_kernels", "kernels"})
-          if (report->contains(key) && (*report)[key].is_array()) {
-            json top = json::array();
-            for (const auto& k : (*report)[key])
-              if (k.is_object() && top.size() < 20) top.push_back(k);
-            out["top_kernels"] = std::move(top);
-            break;
-          }
+        const json* block = &*report;
+        if (report->contains("gap_analysis") && (*report)["gap_analysis"].is_object())
+          block = &(*report)["gap_analysis"];
+        if (block->contains("top_kernels") && (*block)["top_kernels"].is_array()) {
+          json top = json::array();
+          for (const auto& k : (*block)["top_kernels"])
+            if (k.is_object() && top.size() < 20) top.push_back(k);
+          out["top_kernels"] = std::move(top);
+        }
       }
     }
     if (arg<bool>(call, "include_raw_result", false) && report) out["report"] = *report;

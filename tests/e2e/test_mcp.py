@@ -355,6 +355,7 @@ def test_results_tools(target, tmp_path):
     got = check_result(result, tool)
     assert got["run"]["id"] == outs[0]["run_id"] and got["run"]["status"] == "succeeded"
     assert got["kernel_tables"] and got["report"]
+    assert got["top_kernels"][0]["name"].startswith("nvjet")
     result, tool = run(call(target, "get_benchmark_result", {"workspace_dir": str(outs[1]["run_id"])}))
     assert check_result(result, tool)["run"]["workspace"] == ws[1]
 
