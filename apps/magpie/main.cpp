@@ -9,6 +9,7 @@
 #include "benchmark_command.hpp"
 #include "command_context.hpp"
 #include "gpu_info_command.hpp"
+#include "mcp_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   analyze.register_with(app);
   magpie::app::ResultsCommand results;
   results.register_with(app);
+  magpie::app::McpCommand mcp;
+  mcp.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
     if (results.parsed()) return results.run(verbose);
+    if (mcp.parsed()) return mcp.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());

@@ -1,0 +1,46 @@
+#pragma once
+// The tool definitions, one function per tool, grouped in tools_*.cpp by the
+// library they map onto; tools.cpp puts them in the registry. Helpers here
+// read arguments the input schema has already checked.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "mcp/tool_registry.hpp"
+
+namespace magpie::mcp::detail {
+
+template <typename T>
+T arg(const ToolCall& call, const char* name, T fallback) {
+  auto it = call.arguments.find(name);
+  if (it == call.arguments.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+inline bool has_arg(const ToolCall& call, const char* name) {
+  auto it = call.arguments.find(name);
+  return it != call.arguments.end() && !it->is_null();
+}
+
+// tools.cpp: the machine
+Tool hardware_spec_tool();
+Tool configure_gpu_tool();
+// tools_results.cpp: the results store
+Tool list_benchmark_results_tool();
+Tool get_benchmark_result_tool();
+Tool compare_benchmark_reports_tool();
+// tools_serve.cpp: serving
+Tool list_benchmark_images_tool();
+// tools_kernel.cpp: kernel discovery, config drafts, advice
+Tool discover_kernels_tool();
+Tool create_kernel_config_tool();
+Tool suggest_optimizations_tool();
+// tools_jobs.cpp: the long tools (src/jobs)
+Tool gap_analysis_tool();
+Tool tracelens_tool();
+Tool analyze_tool();
+Tool compare_tool();
+Tool benchmark_tool();
+
+}  // namespace magpie::mcp::detail
