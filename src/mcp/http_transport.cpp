@@ -329,12 +329,13 @@ bool HttpServer::State::handle_post(tcp::socket& socket, Request& req) {
     if (session_id.empty())
       return write_rpc_error(socket, req, http::status::bad_request, kInvalidRequest,
                              "Bad Request: Mcp-Session-Id header required (send initialize first)");
-    std::lock_guard lock(mutex);
-    auto it = sessions.find(session_id);
-    if (it == sessions.end())
+    {
+      std::lock_guard lock(mutex);
+      if (auto it = sessions.find(session_id); it != sessions.end()) session = it->second;
+    }
+    if (!session)
       return write_rpc_error(socket, req, http::status::not_found, kInvalidRequest,
                              "Session not found: initialize a new session");
-    session = it->second;
   }
   // Absent is allowed (the spec then assumes an older revision; we go by the
   // version the session negotiated).

@@ -695,3 +695,32 @@ def test_sigterm_mid_benchmark_stops_the_engine(magpie, store_env, tiny_model, t
                 os.killpg(g, signal.SIGKILL)
         if s.proc.poll() is None:
             os.killpg(s.proc.pid, signal.SIGKILL)
+
+
+def test_long_calls_queue_behind_max_jobs(magpie, store_env, vllm_server, tiny_model, tmp_path):
+    """--max-jobs 1: a second long call waits for the first; quick tools answer meanwhile."""
+    s = RawStdio(magpie, store_env)
+    try:
+        s.initialize()
+        bench = {"framework": "vllm", "model": str(tiny_model), "endpoint": vllm_server.url, "concurrency": 1,
+                 "num_prompts": 2000, "output_dir": str(tmp_path / "bench"), **WORKLOAD}
+        s.send({"jsonrpc": "2.0", "id": "bench", "method": "tools/call",
+                "params": {"name": "benchmark", "arguments": bench, "_meta": {"progressToken": "b"}}})
+        read_until(s, load_started, 300)
+        s.send({"jsonrpc": "2.0", "id": "gap", "method": "tools/call", "params": {
+            "name": "gap_analysis", "arguments": {"trace_dir": str(EXAMPLE_TRACES), "output_dir": str(tmp_path / "gap")}}})
+        s.send({"jsonrpc": "2.0", "id": "quick", "method": "tools/call",
+                "params": {"name": "list_benchmark_images", "arguments": {}}})
+        m, seen = read_until(s, lambda m: "id" in m, 60)
+        assert m["id"] == "quick" and not m["result"]["isError"]
+        time.sleep(2)  # the gap analysis takes 0.1 s when it runs; queued, it must not answer
+        s.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
+        m, _ = read_until(s, lambda m: "id" in m, 60)
+        assert m["id"] == "ping", m
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "bench"}})
+        m, _ = read_until(s, lambda m: "id" in m, 120)
+        assert m["id"] == "gap" and not m["result"]["isError"], m
+        assert s.close() == 0
+    finally:
+        if s.proc.poll() is None:
+            os.killpg(s.proc.pid, signal.SIGKILL)
