@@ -51,6 +51,7 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
         context.report(done, total, message);
       };
     }
+    run.on_workspace = [&recorder](const std::filesystem::path& ws) { recorder.workspace(ws); };
     serve::BenchmarkOutcome result = serve::run_benchmark(config, run);
     ServingBenchmarkOutcome out;
     out.success = result.success;

@@ -94,6 +94,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
   BenchmarkOutcome outcome;
   outcome.workspace = make_workspace(c);
   const auto& ws = outcome.workspace;
+  if (ctx.on_workspace) ctx.on_workspace(ws);
   auto& report = outcome.report = empty_report(c.framework, c.model);
   report["workspace_dir"] = ws.string();
   report["timestamp"] = timestamp_now("%Y-%m-%dT%H:%M:%S");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,11 +46,17 @@ void ServerProcess::start(const std::vector<std::string>& argv,
   cargv.push_back(nullptr);
   for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0)
     throw Error(ErrorKind::kInternal, fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
     ::setpgid(0, 0);
+    // If magpie dies without stopping it (SIGKILL), the engine gets SIGTERM
+    // instead of holding the GPU and the port. (Linux delivers this when the
+    // forking thread ends; jobs stop their engine before their thread ends.)
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // magpie died before prctl took effect
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     int devnull = ::open("/dev/null", O_RDONLY);
