@@ -28,7 +28,9 @@ uint32_t trailer_size(const PaddedBuffer& gz) {
 
 std::unique_ptr<ArrivingText> ArrivingText::inflate(PaddedBuffer compressed, std::string origin) {
   std::unique_ptr<ArrivingText> t(new ArrivingText);
-  t->out_ = PaddedBuffer(trailer_size(compressed));
+  // An implausible trailer sizes nothing: the inflate then runs out of room and
+  // the reader falls back to the one-shot path, which grows as it goes.
+  t->out_ = PaddedBuffer(plausible_gzip_size(compressed.size(), trailer_size(compressed)));
   t->compressed_ = std::move(compressed);
   t->origin_ = std::move(origin);
   t->start(&ArrivingText::inflate_all);

@@ -62,6 +62,11 @@ PaddedBuffer gunzip_streaming(std::string_view in, const std::string& origin) {
 
 }  // namespace
 
+size_t plausible_gzip_size(size_t compressed_bytes, uint32_t isize) {
+  constexpr size_t kMaxDeflateRatio = 1032;
+  return isize <= compressed_bytes * kMaxDeflateRatio + 64 ? isize : 0;
+}
+
 PaddedBuffer gunzip(std::string_view in, const std::string& origin) {
   if (in.size() < 18) {
     throw Error(ErrorKind::kBadFormat, "gzip file is too short to hold a stream", origin, 0,
@@ -71,6 +76,7 @@ PaddedBuffer gunzip(std::string_view in, const std::string& origin) {
   // common single-member file it is exact and lets libdeflate inflate in one go.
   uint32_t isize;
   std::memcpy(&isize, in.data() + in.size() - 4, 4);
+  if (plausible_gzip_size(in.size(), isize) != isize) return gunzip_streaming(in, origin);
   std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
   PaddedBuffer out(isize);

@@ -71,6 +71,33 @@ TEST(ArrivingText, SeveralMembersFallBackToTheWholeFilePath) {
   EXPECT_EQ(done.text.view(), "{\"traceEvents\": []}");
 }
 
+// The fuzzer's out-of-memory find: a small gzip whose trailer claims ~4 GiB
+// made both inflate paths allocate that much up front.
+TEST(GzipTrailer, ImplausibleSizesAreNeverAllocated) {
+  EXPECT_EQ(plausible_gzip_size(100, 5000), 5000u);
+  EXPECT_EQ(plausible_gzip_size(100, 100 * 1032 + 64), 100u * 1032 + 64);
+  EXPECT_EQ(plausible_gzip_size(100, 100 * 1032 + 65), 0u);
+  EXPECT_EQ(plausible_gzip_size(2752, 0xFFFFFFFFu), 0u);
+  // A lying trailer on a real stream: both paths end with the data or a clear
+  // error, sized by what inflates.
+  std::string gz = gzip_of("{\"traceEvents\": []}");
+  const uint32_t lie = 0xFFFFFFF0u;
+  std::memcpy(gz.data() + gz.size() - 4, &lie, 4);
+  try {
+    PaddedBuffer out = gunzip(gz, "lie.gz");
+    EXPECT_EQ(out.view(), "{\"traceEvents\": []}");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat) << e.what();
+  }
+  auto stream = ArrivingText::inflate(buffer_of(gz), "lie.gz");
+  try {
+    auto done = stream->finish();
+    EXPECT_FALSE(done.streamed);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat) << e.what();
+  }
+}
+
 TEST(ArrivingText, TruncatedStreamIsBadFormatNamingTheFile) {
   std::string gz = gzip_of(std::string(200000, 'x') + "tail");
   gz.resize(gz.size() / 2);
