@@ -99,9 +99,19 @@ def test_gap_analysis_same_reports_from_cli_and_mcp(magpie, env, tmp_path):
         assert_same_files(out_cli / "gap_analysis", out_mcp / "gap_analysis", [out_cli, out_mcp])
 
 
+def tracelens_inputs():
+    """The shipped sample, and public shared traces (an SGLang decode, the vLLM graph pair's replay)."""
+    found = [next(SAMPLE_DIR.glob("*.json.gz"))]
+    for name in ["traces__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+                 "traces__inference__vllm_decode_full__graph_execution.json.gz"]:
+        if (PUBLIC / name).is_file():
+            found.append(PUBLIC / name)
+    return found
+
+
 @pytest.mark.parametrize("mode", ["inference", "pytorch"])
-def test_tracelens_same_reports_from_cli_and_mcp(magpie, env, tmp_path, mode):
-    trace = next(SAMPLE_DIR.glob("*.json.gz"))
+@pytest.mark.parametrize("trace", tracelens_inputs(), ids=lambda p: p.name[:40])
+def test_tracelens_same_reports_from_cli_and_mcp(magpie, env, tmp_path, mode, trace):
     out_cli, out_mcp = tmp_path / "cli", tmp_path / "mcp"
     cli(magpie, env, "tracelens", trace, "--mode", mode, "-o", out_cli)
     mcp_call(magpie, env, "tracelens", {"trace": str(trace), "mode": mode, "output_dir": str(out_mcp)})
