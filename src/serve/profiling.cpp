@@ -103,14 +103,11 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
       analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
   out.block = analysis::gap_analysis_json(result, files);
   for (const auto& note : out.notes) out.block["notes"].push_back(note);
-  if (out.block.contains("top_kernels")) {
-    for (const auto& k : out.block["top_kernels"]) {
-      out.kernel_summary.push_back({{"name", k.value("name", "")},
-                                    {"time_ms", k.value("self_cuda_total_us", 0.0) / 1000.0},
-                                    {"percent", k.value("pct_total", 0.0)},
-                                    {"calls", k.value("calls", 0)}});
-      if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.value("name", ""));
-    }
+  // From the typed rows, not back out of the JSON block (one derivation, the writer's).
+  for (const auto& k : analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
+    out.kernel_summary.push_back(
+        {{"name", k.name}, {"time_ms", k.total_us / 1000.0}, {"percent", k.pct_total}, {"calls", k.calls}});
+    if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.name);
   }
   return out;
 }
