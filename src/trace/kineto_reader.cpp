@@ -507,6 +507,16 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
   }
   trace.stats.events_kept = trace.events.size();
+  // A JSON array none of whose elements is an event (HTA's memory_timeline.raw
+  // is [[ts, action, bytes, device], ...]) is some other file, not an empty trace.
+  if (trace.stats.events_seen > 0 && trace.stats.malformed_events == trace.stats.events_seen) {
+    throw Error(ErrorKind::kBadFormat,
+                "not a PyTorch profiler trace: none of the " + std::to_string(trace.stats.events_seen) +
+                    " elements of the event array is an event object with a timestamp",
+                origin, where.open,
+                "export traces with torch.profiler (prof.export_chrome_trace or "
+                "tensorboard_trace_handler), or pass a rocprofv3 JSON/CSV");
+  }
   names.apply(trace);
   if (trace.stats.invalid_utf8_chunks) {
     trace.warnings.push_back(

@@ -211,6 +211,27 @@ TEST(KinetoReader, NonTraceJsonIsBadFormat) {
   }
 }
 
+// HTA's tests/data/memory_analysis/memory_timeline.raw.gz is a bare JSON array
+// of [ts, action, bytes, device] rows: it parsed as an empty trace, so
+// `magpie tracelens` wrote empty reports and exited 0.
+TEST(KinetoReader, ArrayWithoutEventObjectsIsBadFormat) {
+  for (size_t chunk : {size_t{16}, size_t{1} << 20}) {
+    try {
+      parse(R"([[-1, 1, 37888, 7], [-1, 1, 512, 7], [12, 2, 512, 7]])", chunk);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+      EXPECT_EQ(e.file(), "test.json");
+      EXPECT_NE(std::string(e.what()).find("none of the 3 elements"), std::string::npos) << e.what();
+    }
+  }
+  // One real event among them keeps the trace; the rest are counted as malformed.
+  Trace t = parse(R"([[1, 2], {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 1, "dur": 2}])");
+  EXPECT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.stats.malformed_events, 1u);
+  EXPECT_NO_THROW(parse(R"({"traceEvents": []})"));
+}
+
 // Kineto ids come in every shape: HTA's public NCCL trace has negative tids,
 // other tools write strings, ids beyond int64 or floats. Each must ingest,
 // keep its identity across chunk merges, and never index out of range.
