@@ -246,8 +246,10 @@ void Session::call_tool(const Message& m, const std::shared_ptr<Outbox>& out) {
                                                    : "ok") +
                  fmt::format(" in {:.2f} s", seconds));
     if (!cancelled) out->send(make_result(id, std::move(result)));
-    finish_request(key);
+    // The caller's stream closes before the session counts the call as done,
+    // so whoever waits for idle sees every stream finished.
     out->finish();
+    finish_request(key);
   };
   if (tool->long_running)
     jobs_.submit(std::move(run));
