@@ -390,6 +390,7 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
       if (err == simdjson::INCORRECT_TYPE) {
         ++out.stats.events_seen;
         ++out.stats.malformed_events;
+        ++out.stats.non_object_events;
         continue;
       }
       return fail(err, doc);
@@ -503,16 +504,19 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     s.python_function_skipped += o.stats.python_function_skipped;
     s.metadata_events += o.stats.metadata_events;
     s.malformed_events += o.stats.malformed_events;
+    s.non_object_events += o.stats.non_object_events;
     s.invalid_utf8_chunks += o.stats.invalid_utf8_chunks;
     o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
   }
   trace.stats.events_kept = trace.events.size();
-  // A JSON array none of whose elements is an event (HTA's memory_timeline.raw
-  // is [[ts, action, bytes, device], ...]) is some other file, not an empty trace.
-  if (trace.stats.events_seen > 0 && trace.stats.malformed_events == trace.stats.events_seen) {
+  // A JSON array with no object in it (HTA's memory_timeline.raw is
+  // [[ts, action, bytes, device], ...]) is some other file, not an empty trace.
+  // Objects without ts (TraceLens' execution_details.json beside vLLM capture
+  // traces) stay an empty trace, as before, so a folder holding one still runs.
+  if (trace.stats.events_seen > 0 && trace.stats.non_object_events == trace.stats.events_seen) {
     throw Error(ErrorKind::kBadFormat,
                 "not a PyTorch profiler trace: none of the " + std::to_string(trace.stats.events_seen) +
-                    " elements of the event array is an event object with a timestamp",
+                    " elements of the event array is an object",
                 origin, where.open,
                 "export traces with torch.profiler (prof.export_chrome_trace or "
                 "tensorboard_trace_handler), or pass a rocprofv3 JSON/CSV");

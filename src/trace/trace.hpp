@@ -43,6 +43,7 @@ struct IngestStats {
   size_t python_function_skipped = 0;
   size_t metadata_events = 0;
   size_t malformed_events = 0;   // elements that were not objects or lacked ts
+  size_t non_object_events = 0;  // of those, elements that were not objects at all
   size_t invalid_utf8_chunks = 0;
 };
 

@@ -230,6 +230,11 @@ TEST(KinetoReader, ArrayWithoutEventObjectsIsBadFormat) {
   EXPECT_EQ(t.events.size(), 1u);
   EXPECT_EQ(t.stats.malformed_events, 1u);
   EXPECT_NO_THROW(parse(R"({"traceEvents": []})"));
+  // Objects without ts (TraceLens' execution_details.json, found in vLLM
+  // capture_traces/ folders) stay an empty trace: a folder run must not fail on it.
+  Trace details = parse(R"([{"file": "bs_32_rank0.json.gz", "batch_size": 32, "mode": "FULL"}])");
+  EXPECT_EQ(details.events.size(), 0u);
+  EXPECT_EQ(details.stats.malformed_events, 1u);
 }
 
 // Kineto ids come in every shape: HTA's public NCCL trace has negative tids,
