@@ -139,3 +139,21 @@ def test_memory_timeline_is_rejected_as_not_a_trace(magpie, tmp_path):
         proc = run(magpie, ["tracelens", str(target), "--mode", mode, "-o", str(tmp_path / mode)])
         assert proc.returncode == 5, proc.stderr
         assert target.name in proc.stderr and "not a PyTorch profiler trace" in proc.stderr
+
+
+def test_capture_folder_with_execution_details_runs(magpie, tmp_path):
+    """TraceLens' capture_traces/ folders hold execution_details.json (a JSON array of
+    objects without ts) beside the traces. It must not fail the folder: an early fix
+    for the memory timeline rejected it, and `tracelens --mode pytorch` exited 5."""
+    folder = tmp_path / "capture_traces"
+    folder.mkdir()
+    trace = DATA / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"
+    shutil.copy(trace, folder / "bs_32_rank0.json.gz")
+    # The file as TraceLens ships it in tests/traces/inference/sglang_decode/capture_traces/.
+    (folder / "execution_details.json").write_text(
+        '[\n  {\n    "file": "bs_32_rank0.json.gz",\n    "batch_size": 32,\n    "mode": "FULL"\n  }\n]')
+    for mode in ("inference", "pytorch"):
+        proc = run(magpie, ["tracelens", str(folder), "--mode", mode, "-o", str(tmp_path / mode)])
+        assert proc.returncode == 0, proc.stderr
+    proc = run(magpie, ["benchmark", "--trace-dir", str(folder), "-o", str(tmp_path / "gap")])
+    assert proc.returncode == 0, proc.stderr
