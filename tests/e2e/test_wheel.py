@@ -47,10 +47,11 @@ def built_wheel() -> Path:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
+    wheel = built_wheel()  # skips before any venv is made
     root = tmp_path_factory.mktemp("wheel") / "venv"
     subprocess.run([sys.executable, "-m", "venv", root], check=True)
     subprocess.run(
-        [root / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", built_wheel()],
+        [root / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel],
         check=True,
     )
     return root
