@@ -1,0 +1,130 @@
+"""The pip package: a wheel built by `pip wheel .`, installed into a fresh venv.
+
+Building the wheel is CI's step (.ci/run, into build-wheel/dist/), not this
+suite's: a cold build takes minutes. Here: install it with no index, then run
+the binary through `python -m Magpie`, the `magpie` console script and
+`python -m Magpie.mcp` (stdio and, with MAGPIE_PORT, HTTP).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test_wheel", "version": "0"},
+    },
+}
+
+
+def built_wheel() -> Path:
+    """$MAGPIE_WHEEL, else the newest build-wheel/dist/magpie-*.whl."""
+    if "MAGPIE_WHEEL" in os.environ:
+        wheel = Path(os.environ["MAGPIE_WHEEL"])
+        if not wheel.is_file():
+            pytest.fail(f"MAGPIE_WHEEL={wheel} does not exist")
+        return wheel
+    wheels = sorted((REPO_ROOT / "build-wheel" / "dist").glob("magpie-*.whl"), key=lambda p: p.stat().st_mtime)
+    if not wheels:
+        pytest.skip(
+            "no wheel in build-wheel/dist/: build one with "
+            "`python3 -m pip wheel . --no-deps -w build-wheel/dist` (.ci/run does)"
+        )
+    return wheels[-1]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    wheel = built_wheel()  # skips before any venv is made
+    root = tmp_path_factory.mktemp("wheel") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", root], check=True)
+    subprocess.run(
+        [root / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel],
+        check=True,
+    )
+    return root
+
+
+def run(venv: Path, *args, **kw) -> subprocess.CompletedProcess:
+    # Outside the source tree, so nothing can be found through it.
+    return subprocess.run(args, capture_output=True, text=True, cwd=venv, timeout=300, **kw)
+
+
+def test_python_m_magpie_version(venv):
+    r = run(venv, venv / "bin" / "python", "-m", "Magpie", "--version")
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"magpie \d+\.\d+\.\d+\n", r.stdout)
+
+
+def test_console_script_version_and_exit_status(venv):
+    r = run(venv, venv / "bin" / "magpie", "--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("magpie ")
+    bad = run(venv, venv / "bin" / "magpie", "no-such-subcommand")
+    assert bad.returncode != 0 and "no-such-subcommand" in bad.stderr
+
+
+def test_gap_analysis_on_the_sample_trace(venv, tmp_path):
+    out = tmp_path / "results"
+    r = run(venv, venv / "bin" / "python", "-m", "Magpie", "benchmark",
+            "--trace-dir", REPO_ROOT / "examples" / "traces", "-o", out)
+    assert r.returncode == 0, r.stderr
+    csv = out / "gap_analysis" / "gap_analysis.csv"
+    assert csv.is_file() and csv.stat().st_size > 0
+    report = json.loads((out / "gap_analysis" / "gap_analysis.json").read_text())
+    assert report["top_kernels"]
+
+
+def test_installed_binary_finds_its_harness(venv, tmp_path):
+    """`magpie -v analyze` names the harness it will use: the wheel's copy, not the source tree's."""
+    r = run(venv, venv / "bin" / "magpie", "-v", "analyze", "--kernel-config",
+            REPO_ROOT / "examples" / "kernels" / "vector_add" / "kernel.yaml", "-o", tmp_path / "an")
+    harness = re.search(r"python harness: (\S+)", r.stderr)
+    assert harness, r.stderr
+    path = Path(harness.group(1))
+    assert (path / "magpie_bench" / "__init__.py").is_file()
+    assert venv.resolve() in path.resolve().parents
+
+
+def test_mcp_stdio_initialize(venv):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAGPIE_HOST", "MAGPIE_PORT")}
+    r = run(venv, venv / "bin" / "python", "-m", "Magpie.mcp", input=json.dumps(INITIALIZE) + "\n", env=env)
+    assert r.returncode == 0, r.stderr
+    reply = json.loads(r.stdout.splitlines()[0])
+    assert reply["id"] == 1
+    assert reply["result"]["protocolVersion"]
+    assert reply["result"]["serverInfo"]["name"]
+
+
+def test_mcp_http_when_port_is_set(venv):
+    env = dict(os.environ, MAGPIE_HOST="127.0.0.1", MAGPIE_PORT="0")  # 0: any free port
+    server = subprocess.Popen([venv / "bin" / "python", "-m", "Magpie.mcp"], cwd=venv, env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        for line in server.stderr:
+            if m := re.search(r"on (http://\S+/mcp)", line):
+                url = m.group(1)
+                break
+        assert url, "the server never said where it listens"
+        req = urllib.request.Request(url, data=json.dumps(INITIALIZE).encode(), method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            body = resp.read().decode()
+        assert '"protocolVersion"' in body, body
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
