@@ -8,10 +8,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "gpu/amd_smi.hpp"
 #include "gpu/gpu_info_report.hpp"
 #include "gpu/nvml.hpp"
 #include "kernel/evaluator.hpp"
-#include "kernel/gpu_info.hpp"
 #include "kernel/process_runner.hpp"
 
 namespace magpie::app {
@@ -23,7 +23,7 @@ namespace {
 // On PATH, else where the toolkits install by default (a login shell's PATH
 // often lacks /usr/local/cuda/bin).
 std::string find_tool(const std::string& name, const std::vector<fs::path>& fallbacks) {
-  if (auto path = kernel::find_on_path(name); !path.empty()) return path;
+  if (auto path = find_on_path(name); !path.empty()) return path;
   for (const auto& dir : fallbacks) {
     if (::access((dir / name).c_str(), X_OK) == 0) return (dir / name).string();
   }
@@ -113,16 +113,15 @@ gpu::GpuInfoReport gather() {
   if (!report.system.devices.empty()) {
     report.architecture = gpu::architecture_of(report.system.devices.front());
   } else {
-    // No NVML device: rocminfo (AMD) or nvidia-smi may still name the GPU.
-    auto other = kernel::detect_gpu();
-    if (other.found()) {
-      report.system.vendor = other.vendor;
-      report.architecture = other.arch;
-      report.system.notes.push_back(
-          other.vendor == "AMD"
-              ? "AMD GPU found by rocminfo; per-device fields are read from NVML only (amd-smi is "
-                "not read yet)"
-              : "GPU named by nvidia-smi, but NVML gave no device details");
+    // No NVML device: amd-smi (then rocminfo) for AMD GPUs, into the same typed status.
+    gpu::SystemStatus amd = gpu::query_amd_gpus();
+    if (!amd.devices.empty()) {
+      std::vector<std::string> nvml_notes = std::move(report.system.notes);
+      report.system = std::move(amd);
+      report.architecture = gpu::architecture_of(report.system.devices.front());
+      report.system.notes.insert(report.system.notes.end(), nvml_notes.begin(), nvml_notes.end());
+    } else {
+      report.system.notes.insert(report.system.notes.end(), amd.notes.begin(), amd.notes.end());
     }
   }
   if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0') {
