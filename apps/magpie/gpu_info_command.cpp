@@ -8,11 +8,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/child_process.hpp"
 #include "gpu/amd_smi.hpp"
 #include "gpu/gpu_info_report.hpp"
 #include "gpu/nvml.hpp"
 #include "kernel/evaluator.hpp"
-#include "kernel/process_runner.hpp"
 
 namespace magpie::app {
 
@@ -33,16 +33,12 @@ std::string find_tool(const std::string& name, const std::vector<fs::path>& fall
 // The line of `tool --version` that carries the version ("Cuda compilation
 // tools, release 13.0, V13.0.88", "HIP version: 6.2.41133"), else its first line.
 std::string tool_version(const std::string& path) {
-  fs::path log =
-      fs::temp_directory_path() / ("magpie-gpu-info-" + std::to_string(::getpid()) + ".log");
-  kernel::ProcessSpec spec;
+  ProcessSpec spec;
   spec.argv = {path, "--version"};
   spec.timeout = std::chrono::seconds(20);
-  spec.log_path = log;
-  auto result = kernel::run_process(spec);
-  std::string text = result.ok() ? kernel::log_tail(log, 4000) : std::string{};
-  std::error_code ec;
-  fs::remove(log, ec);
+  spec.capture_output = true;
+  auto result = run_process(spec);
+  std::string text = result.ok() ? result.output : std::string{};
   std::istringstream lines(text);
   std::string line, first;
   while (std::getline(lines, line)) {
