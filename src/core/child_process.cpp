@@ -27,7 +27,8 @@ struct ChildPlan {
   std::vector<char*> argv;
 };
 
-ChildPlan plan(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+ChildPlan plan(const std::vector<std::string>& argv,
+               const std::map<std::string, std::string>& env) {
   ChildPlan p;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -136,16 +137,17 @@ void ChildProcess::kill_group() {
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }
 
-void ChildProcess::terminate_group(std::chrono::milliseconds grace) {
+void ChildProcess::terminate_group(std::chrono::milliseconds grace, Wait wait) {
   if (pid_ <= 0) return;
   // The group outlives its leader when workers linger: signal it either way.
   ::kill(-pid_, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < deadline) {
     running();
-    if (exited_ && ::kill(-pid_, 0) != 0) return;
+    if (exited_ && (wait == Wait::kLeader || ::kill(-pid_, 0) != 0)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (exited_ && wait == Wait::kWholeGroup && ::kill(-pid_, 0) != 0) return;
   ::kill(-pid_, SIGKILL);
   if (!exited_) {
     ::waitpid(pid_, &status_, 0);
@@ -155,9 +157,12 @@ void ChildProcess::terminate_group(std::chrono::milliseconds grace) {
 
 std::string ProcessResult::describe() const {
   if (spawn_failed) return "could not start (exit 127)";
-  if (timed_out) return fmt::format("timed out after {:.1f} s (process group killed)", wall_seconds);
-  if (cancelled) return fmt::format("cancelled after {:.1f} s (process group killed)", wall_seconds);
-  if (term_signal != 0) return fmt::format("killed by signal {} ({})", term_signal, strsignal(term_signal));
+  if (timed_out)
+    return fmt::format("timed out after {:.1f} s (process group killed)", wall_seconds);
+  if (cancelled)
+    return fmt::format("cancelled after {:.1f} s (process group killed)", wall_seconds);
+  if (term_signal != 0)
+    return fmt::format("killed by signal {} ({})", term_signal, strsignal(term_signal));
   return fmt::format("exit {}", exit_code);
 }
 
@@ -224,7 +229,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
       if (cancelled || std::chrono::steady_clock::now() >= deadline) {
         r.timed_out = !cancelled;
         r.cancelled = cancelled;
-        proc.terminate_group(std::chrono::seconds(2));
+        proc.terminate_group(std::chrono::seconds(2), ChildProcess::Wait::kLeader);
         break;
       }
       std::this_thread::sleep_for(sleep);

@@ -6,6 +6,7 @@
 // ChildProcess the long-lived one (engine servers).
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -21,7 +22,7 @@ struct ChildSpec {
   // The child gets SIGTERM when the thread that started it ends (magpie killed):
   // an engine must not outlive magpie holding the GPU and the port.
   bool parent_death_signal = false;
-  bool default_signals = false;            // reset SIGINT/SIGPIPE to default in the child
+  bool default_signals = false;  // reset SIGINT/SIGPIPE to default in the child
 };
 
 // A started child and its process group (pgid = pid).
@@ -34,15 +35,18 @@ class ChildProcess {
 
   // Returns 0, or the errno of a failed exec/chdir/log open (the child is then reaped).
   int start(const ChildSpec& spec);
-  bool running();                  // reaps the child when it has exited
+  bool running();  // reaps the child when it has exited
   bool exited() const { return exited_; }
   int wait_status() const { return status_; }  // waitpid status, valid once exited
   std::string exit_status() const;  // "exit 1", "killed by signal 9", or "" while running
   int pid() const { return pid_; }
 
-  // SIGTERM to the group, then SIGKILL after `grace`; waits for the leader.
-  // Returns when the leader is reaped and (within grace) the group is empty.
-  void terminate_group(std::chrono::milliseconds grace);
+  // SIGTERM to the group, then SIGKILL to it after `grace`. kLeader returns
+  // once the leader is reaped (a testcase: leftovers are SIGKILLed by the
+  // caller); kWholeGroup waits, within grace, until no member is left (an engine
+  // whose workers must release the GPU before the next run starts).
+  enum class Wait : uint8_t { kLeader, kWholeGroup };
+  void terminate_group(std::chrono::milliseconds grace, Wait wait = Wait::kWholeGroup);
   void kill_group();  // SIGKILL to the group, no wait
 
  private:
@@ -64,13 +68,13 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int exit_code = -1;     // valid when exited normally
-  int term_signal = 0;    // signal that ended it, if any
+  int exit_code = -1;   // valid when exited normally
+  int term_signal = 0;  // signal that ended it, if any
   bool timed_out = false;
   bool cancelled = false;
   bool spawn_failed = false;  // could not start (command not found, bad cwd)
   double wall_seconds = 0;
-  std::string output;         // capture_output: stdout+stderr
+  std::string output;  // capture_output: stdout+stderr
   bool ok() const { return !timed_out && !spawn_failed && term_signal == 0 && exit_code == 0; }
   std::string describe() const;  // "exit 1", "timed out after 3.0 s", "killed by signal 9", ...
 };

@@ -71,7 +71,10 @@ uint64_t bytes(const json* v) {
   std::string unit = "MB";
   auto n = number(v, &unit);
   if (!n) return 0;
-  double scale = unit == "GB" ? 1024.0 * 1024 * 1024 : unit == "KB" ? 1024.0 : unit == "B" ? 1.0 : 1024.0 * 1024;
+  double scale = unit == "GB"   ? 1024.0 * 1024 * 1024
+                 : unit == "KB" ? 1024.0
+                 : unit == "B"  ? 1.0
+                                : 1024.0 * 1024;
   return static_cast<uint64_t>(*n * scale);
 }
 
@@ -86,7 +89,8 @@ void read_static(const json& g, DeviceStatus& d, SystemStatus& s) {
   d.pci_bus_id = text(at(g, {"bus", "bdf"}));
   if (auto cu = number(at(g, {"asic", "num_compute_units"}))) d.sm_count = static_cast<int>(*cu);
   if (auto total = bytes(at(g, {"vram", "size"}))) d.memory_total = total;
-  if (auto w = number(at(g, {"vram", "bit_width"}))) d.memory_bus_width_bits = static_cast<unsigned>(*w);
+  if (auto w = number(at(g, {"vram", "bit_width"})))
+    d.memory_bus_width_bits = static_cast<unsigned>(*w);
   if (auto p = number(at(g, {"limit", "max_power"}))) d.power_limit_w = *p;
   if (auto w = number(at(g, {"bus", "max_pcie_width"}))) d.pcie.max_width = static_cast<int>(*w);
   if (s.driver_version.empty()) s.driver_version = text(at(g, {"driver", "version"}));
@@ -96,12 +100,16 @@ void read_metric(const json& g, DeviceStatus& d) {
   if (auto total = bytes(at(g, {"mem_usage", "total_vram"}))) d.memory_total = total;
   d.memory_used = bytes(at(g, {"mem_usage", "used_vram"}));
   d.memory_free = bytes(at(g, {"mem_usage", "free_vram"}));
-  if (d.memory_free == 0 && d.memory_total > d.memory_used) d.memory_free = d.memory_total - d.memory_used;
+  if (d.memory_free == 0 && d.memory_total > d.memory_used)
+    d.memory_free = d.memory_total - d.memory_used;
   if (auto p = number(at(g, {"power", "socket_power"}))) d.power_draw_w = *p;
   if (auto c = number(at(g, {"clock", "gfx_0", "clk"}))) d.sm_clock_mhz = static_cast<unsigned>(*c);
-  if (auto c = number(at(g, {"clock", "gfx_0", "max_clk"}))) d.max_sm_clock_mhz = static_cast<unsigned>(*c);
-  if (auto c = number(at(g, {"clock", "mem_0", "clk"}))) d.mem_clock_mhz = static_cast<unsigned>(*c);
-  if (auto c = number(at(g, {"clock", "mem_0", "max_clk"}))) d.max_mem_clock_mhz = static_cast<unsigned>(*c);
+  if (auto c = number(at(g, {"clock", "gfx_0", "max_clk"})))
+    d.max_sm_clock_mhz = static_cast<unsigned>(*c);
+  if (auto c = number(at(g, {"clock", "mem_0", "clk"})))
+    d.mem_clock_mhz = static_cast<unsigned>(*c);
+  if (auto c = number(at(g, {"clock", "mem_0", "max_clk"})))
+    d.max_mem_clock_mhz = static_cast<unsigned>(*c);
   auto temp = number(at(g, {"temperature", "hotspot"}));
   if (!temp) temp = number(at(g, {"temperature", "edge"}));
   if (temp) d.temperature_c = static_cast<unsigned>(*temp);
@@ -118,19 +126,22 @@ std::string find_tool(const std::string& name) {
     }
   }
   const char* rocm = std::getenv("ROCM_PATH");
-  auto p = std::filesystem::path(rocm != nullptr && *rocm != '\0' ? rocm : "/opt/rocm") / "bin" / name;
+  auto p =
+      std::filesystem::path(rocm != nullptr && *rocm != '\0' ? rocm : "/opt/rocm") / "bin" / name;
   return ::access(p.c_str(), X_OK) == 0 ? p.string() : std::string();
 }
 
 // stdout+stderr of a short command, or nullopt (with a note) when it fails.
-std::optional<std::string> run(const std::vector<std::string>& argv, std::vector<std::string>& notes) {
+std::optional<std::string> run(const std::vector<std::string>& argv,
+                               std::vector<std::string>& notes) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.timeout = std::chrono::seconds(30);
   spec.capture_output = true;
   auto r = run_process(spec);
   if (!r.ok()) {
-    notes.push_back(fmt::format("`{} {}` failed: {}", argv[0], argv.size() > 1 ? argv[1] : "", r.describe()));
+    notes.push_back(
+        fmt::format("`{} {}` failed: {}", argv[0], argv.size() > 1 ? argv[1] : "", r.describe()));
     return std::nullopt;
   }
   return r.output;
@@ -145,7 +156,8 @@ SystemStatus parse_amd_smi(std::string_view static_json, std::string_view metric
   for (size_t i = 0; i < statics.size(); ++i) {
     const json& g = statics[i];
     DeviceStatus d;
-    d.index = g.contains("gpu") && g["gpu"].is_number_integer() ? g["gpu"].get<int>() : static_cast<int>(i);
+    d.index = g.contains("gpu") && g["gpu"].is_number_integer() ? g["gpu"].get<int>()
+                                                                : static_cast<int>(i);
     read_static(g, d, s);
     for (const auto& m : metrics) {
       if (m.is_object() && m.value("gpu", -1) == d.index) read_metric(m, d);
@@ -175,7 +187,8 @@ SystemStatus query_amd_gpus() {
       return parsed;
     }
   } else {
-    s.notes.push_back("amd-smi not found (PATH, $ROCM_PATH/bin, /opt/rocm/bin): no AMD GPU details");
+    s.notes.push_back(
+        "amd-smi not found (PATH, $ROCM_PATH/bin, /opt/rocm/bin): no AMD GPU details");
   }
   if (auto rocminfo = find_tool("rocminfo"); !rocminfo.empty()) {
     if (auto out = run({rocminfo}, s.notes)) {

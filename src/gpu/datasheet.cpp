@@ -153,14 +153,14 @@ void volta(std::vector<GpuSpec>& t) {
     s.note = "Volta tensor cores run FP16 only; the datasheet states no BF16/TF32/INT8 tensor peak";
     return s;
   };
-  t.push_back(v100("V100", {"V100 SXM2", "V100-SXM2-32GB", "V100 SXM2 32GB"}, "SXM2", 32, 1530,
-                   300, 7.8, 15.7, 125, "NVLink 2", 300, ""));
-  t.push_back(v100("V100 SXM2 16GB", {"V100", "V100 SXM2", "V100-SXM2-16GB"}, "SXM2", 16, 1530,
-                   300, 7.8, 15.7, 125, "NVLink 2", 300, ""));
-  t.push_back(v100("V100 PCIe 32GB", {"V100 PCIe", "V100-PCIE-32GB"}, "PCIe", 32, 1380, 250, 7,
-                   14, 112, "PCIe Gen3 x16", 32, "V100"));
-  t.push_back(v100("V100 PCIe 16GB", {"V100 PCIe", "V100-PCIE-16GB"}, "PCIe", 16, 1380, 250, 7,
-                   14, 112, "PCIe Gen3 x16", 32, "V100"));
+  t.push_back(v100("V100", {"V100 SXM2", "V100-SXM2-32GB", "V100 SXM2 32GB"}, "SXM2", 32, 1530, 300,
+                   7.8, 15.7, 125, "NVLink 2", 300, ""));
+  t.push_back(v100("V100 SXM2 16GB", {"V100", "V100 SXM2", "V100-SXM2-16GB"}, "SXM2", 16, 1530, 300,
+                   7.8, 15.7, 125, "NVLink 2", 300, ""));
+  t.push_back(v100("V100 PCIe 32GB", {"V100 PCIe", "V100-PCIE-32GB"}, "PCIe", 32, 1380, 250, 7, 14,
+                   112, "PCIe Gen3 x16", 32, "V100"));
+  t.push_back(v100("V100 PCIe 16GB", {"V100 PCIe", "V100-PCIE-16GB"}, "PCIe", 16, 1380, 250, 7, 14,
+                   112, "PCIe Gen3 x16", 32, "V100"));
 }
 
 void turing_ampere_ada(std::vector<GpuSpec>& t) {
@@ -247,21 +247,21 @@ void turing_ampere_ada(std::vector<GpuSpec>& t) {
     s.note = std::string(kSparseHalved) + "; FP64 matrix is the FP64 Tensor Core figure";
     return s;
   };
-  t.push_back(a100("A100",
-                   {"A100 SXM", "A100 SXM4", "A100-SXM4-80GB", "A100 SXM 80GB", "A100 80GB",
-                    "sm_80"},
-                   "SXM4", 80, "HBM2e", 2.039, 400, "NVLink 3", 600, ""));
+  t.push_back(a100(
+      "A100", {"A100 SXM", "A100 SXM4", "A100-SXM4-80GB", "A100 SXM 80GB", "A100 80GB", "sm_80"},
+      "SXM4", 80, "HBM2e", 2.039, 400, "NVLink 3", 600, ""));
   t.push_back(a100("A100 SXM 40GB", {"A100", "A100-SXM4-40GB", "A100 SXM4 40GB", "A100 40GB"},
                    "SXM4", 40, "HBM2", 1.555, 400, "NVLink 3", 600, ""));
-  t.push_back(a100("A100 PCIe 80GB", {"A100 PCIe", "A100 80GB PCIe", "A100-PCIE-80GB"}, "PCIe",
-                   80, "HBM2e", 1.935, 300, "PCIe Gen4 x16 (NVLink bridge 600 GB/s)", 64, "A100"));
+  t.push_back(a100("A100 PCIe 80GB", {"A100 PCIe", "A100 80GB PCIe", "A100-PCIE-80GB"}, "PCIe", 80,
+                   "HBM2e", 1.935, 300, "PCIe Gen4 x16 (NVLink bridge 600 GB/s)", 64, "A100"));
   t.push_back(a100("A100 PCIe 40GB", {"A100-PCIE-40GB", "A100 PCIe 40GB"}, "PCIe", 40, "HBM2",
                    1.555, 250, "PCIe Gen4 x16 (NVLink bridge 600 GB/s)", 64, "A100"));
 }
 
 void hopper(std::vector<GpuSpec>& t) {
-  GpuSpec h100 = nvidia("H100", {"H100 SXM", "H100 SXM5", "H100 SXM5 80GB", "H100 80GB HBM3", "sm_90"},
-                        "sm_90", 9, 0, "SXM5");
+  GpuSpec h100 =
+      nvidia("H100", {"H100 SXM", "H100 SXM5", "H100 SXM5 80GB", "H100 80GB HBM3", "sm_90"},
+             "sm_90", 9, 0, "SXM5");
   h100.compute_units = f(132, kHopperWp);
   h100.memory_gb = f(80, kH100);
   h100.memory_type = "HBM3";
@@ -392,8 +392,8 @@ void hopper(std::vector<GpuSpec>& t) {
 }
 
 void blackwell(std::vector<GpuSpec>& t) {
-  GpuSpec b200 = nvidia("B200", {"B200 HGX", "HGX B200", "DGX B200", "sm_100"}, "sm_100", 10, 0,
-                        "SXM6");
+  GpuSpec b200 =
+      nvidia("B200", {"B200 HGX", "HGX B200", "DGX B200", "sm_100"}, "sm_100", 10, 0, "SXM6");
   b200.compute_units = f(148, kDriverReported);
   b200.memory_gb = f(180, kB200);
   b200.memory_type = "HBM3e";
@@ -547,8 +547,8 @@ void cdna(std::vector<GpuSpec>& t) {
     s.note = "CDNA 4 has no TF32 matrix path";
     return s;
   };
-  t.push_back(cdna4("MI350X", {"Instinct MI350X", "gfx950"}, kMI350X, 2200, 1000, 2307, 4614,
-                    144.2, 72.1));
+  t.push_back(
+      cdna4("MI350X", {"Instinct MI350X", "gfx950"}, kMI350X, 2200, 1000, 2307, 4614, 144.2, 72.1));
   t.push_back(cdna4("MI355X", {"Instinct MI355X", "gfx950"}, kMI355X, 2400, 1400, 2516.6, 5033.2,
                     157.3, 78.6));
 }
@@ -578,13 +578,20 @@ std::string_view to_string(Vendor v) { return v == Vendor::kAmd ? "amd" : "nvidi
 
 std::string_view to_string(Precision p) {
   switch (p) {
-    case Precision::kFp64: return "fp64";
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp8: return "fp8";
-    case Precision::kInt8: return "int8";
+    case Precision::kFp64:
+      return "fp64";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kFp8:
+      return "fp8";
+    case Precision::kInt8:
+      return "int8";
   }
   return "?";
 }

@@ -40,26 +40,26 @@ struct GpuSpec {
   std::string name;                  // canonical: "H100" (the SXM board), "H100 PCIe", "MI300X"
   std::vector<std::string> aliases;  // whole-word patterns as drivers and traces spell them
   Vendor vendor = Vendor::kNvidia;
-  std::string arch;                  // "sm_90", "gfx942"
-  int compute_major = 0;             // NVIDIA compute capability, AMD gfx major.minor (gfx942 → 9.4)
+  std::string arch;       // "sm_90", "gfx942"
+  int compute_major = 0;  // NVIDIA compute capability, AMD gfx major.minor (gfx942 → 9.4)
   int compute_minor = 0;
-  std::string form_factor;           // "SXM5", "PCIe", "OAM", "superchip", ...
+  std::string form_factor;  // "SXM5", "PCIe", "OAM", "superchip", ...
   // Set on boards that share die, name stem and SM count with a main entry
   // ("H200 NVL" → "H200"): they are told apart by name only, never by properties.
   std::string variant_of;
   // A package the driver shows as several devices (MI250X: two GCDs). Figures
   // below are per package, as the datasheet states them.
   int devices_per_package = 1;
-  Figure compute_units;        // SMs (NVIDIA) or CUs (AMD)
-  Figure memory_gb;            // as the vendor states it (GB, compared against GiB)
-  std::string memory_type;     // "HBM3", "GDDR6", ...
+  Figure compute_units;     // SMs (NVIDIA) or CUs (AMD)
+  Figure memory_gb;         // as the vendor states it (GB, compared against GiB)
+  std::string memory_type;  // "HBM3", "GDDR6", ...
   Figure memory_bandwidth_tbps;
-  Figure boost_clock_mhz;      // max SM / peak engine clock
+  Figure boost_clock_mhz;  // max SM / peak engine clock
   Figure tdp_w;
-  std::string interconnect;    // "NVLink 4", "Infinity Fabric", "PCIe Gen4 x16"
-  Figure interconnect_gbps;    // GB/s per GPU, as the vendor states it
+  std::string interconnect;  // "NVLink 4", "Infinity Fabric", "PCIe Gen4 x16"
+  Figure interconnect_gbps;  // GB/s per GPU, as the vendor states it
   std::vector<PeakFigure> peaks;
-  std::string note;            // what is derived (sparse/2, per-GPU share), or left out
+  std::string note;  // what is derived (sparse/2, per-GPU share), or left out
 
   std::optional<Figure> peak(Precision p, ExecUnit u) const;
 };

@@ -24,7 +24,8 @@ json spec_json(const GpuSpec& s) {
           {"aliases", s.aliases},
           {"vendor", to_string(s.vendor)},
           {"arch", s.arch},
-          {"compute_capability", std::to_string(s.compute_major) + "." + std::to_string(s.compute_minor)},
+          {"compute_capability",
+           std::to_string(s.compute_major) + "." + std::to_string(s.compute_minor)},
           {"form_factor", s.form_factor},
           {"variant_of", s.variant_of.empty() ? json(nullptr) : json(s.variant_of)},
           {"devices_per_package", s.devices_per_package},
@@ -45,7 +46,8 @@ json device_datasheet_json(const DeviceStatus& d) {
   const GpuSpec* spec = match.spec;
   std::string why = match.reason;
   if (spec == nullptr && !d.arch.empty()) {
-    if ((spec = find_spec(d.arch)) != nullptr) why = "architecture " + d.arch + " names " + spec->name;
+    if ((spec = find_spec(d.arch)) != nullptr)
+      why = "architecture " + d.arch + " names " + spec->name;
   }
   if (spec == nullptr) {
     const double bw = driver_memory_bandwidth_tbps(d);

@@ -41,7 +41,8 @@ std::string os_description() {
   while (std::getline(release, line)) {
     if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
     std::string name = line.substr(12);
-    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    if (name.size() >= 2 && name.front() == '"' && name.back() == '"')
+      name = name.substr(1, name.size() - 2);
     os += " (" + name + ")";
   }
   return os;
@@ -52,9 +53,9 @@ json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s);
 }  // namespace
 
 std::vector<std::string> default_recorded_env_vars() {
-  return {"CUDA_VISIBLE_DEVICES",    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-          "NVIDIA_VISIBLE_DEVICES",  "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF",
-          "PYTORCH_HIP_ALLOC_CONF",  "MAGPIE_GPU_ARCH",     "OMP_NUM_THREADS"};
+  return {"CUDA_VISIBLE_DEVICES",   "HIP_VISIBLE_DEVICES",  "ROCR_VISIBLE_DEVICES",
+          "NVIDIA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF",
+          "PYTORCH_HIP_ALLOC_CONF", "MAGPIE_GPU_ARCH",      "OMP_NUM_THREADS"};
 }
 
 EnvironmentSnapshot make_environment(const EnvironmentRequest& request, const SystemStatus& gpus,
@@ -87,7 +88,8 @@ EnvironmentSnapshot make_environment(const EnvironmentRequest& request, const Sy
     g.datasheet_match = match.reason;
     s.gpus.push_back(std::move(g));
   }
-  if (gpus.devices.empty()) s.notes.push_back("no GPU found: the run used none, or the driver was not readable");
+  if (gpus.devices.empty())
+    s.notes.push_back("no GPU found: the run used none, or the driver was not readable");
   s.model = request.model;
   s.model_revision = request.model_revision;
   s.image = request.image;
@@ -101,11 +103,12 @@ EnvironmentSnapshot capture_environment(const EnvironmentRequest& request) {
     SystemStatus amd = query_amd_gpus();
     if (!amd.devices.empty()) gpus = std::move(amd);
   }
-  EnvironmentSnapshot s = make_environment(request, gpus, [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  });
+  EnvironmentSnapshot s =
+      make_environment(request, gpus, [](const std::string& name) -> std::optional<std::string> {
+        const char* v = std::getenv(name.c_str());
+        if (v == nullptr) return std::nullopt;
+        return std::string(v);
+      });
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.host = host;
   s.os = os_description();

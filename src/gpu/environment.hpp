@@ -28,7 +28,7 @@ struct EnvironmentSnapshot {
   std::string os;              // "Linux 6.8.0-45-generic (Ubuntu 24.04.1 LTS)"
   std::string gpu_vendor;      // "NVIDIA" | "AMD" | ""
   std::string driver_version;
-  std::string cuda_version;    // the driver's highest CUDA; "" on AMD
+  std::string cuda_version;  // the driver's highest CUDA; "" on AMD
   std::vector<GpuUsed> gpus;
   // Each recorded variable: its value, or nullopt when unset.
   std::map<std::string, std::optional<std::string>> env_vars;

@@ -79,11 +79,12 @@ void append_device(std::string& out, const DeviceStatus& d) {
                            ? fmt::format("{:g}", sheet["peak_bf16_tflops"].get<double>())
                            : std::string("?"));
   } else {
-    out += fmt::format("    Datasheet: none ({}); driver-reported bandwidth {}\n",
-                       sheet["match"].get<std::string>(),
-                       sheet["memory_bandwidth_tbps"].is_number()
-                           ? fmt::format("{:.2f} TB/s", sheet["memory_bandwidth_tbps"].get<double>())
-                           : std::string("(unknown)"));
+    out +=
+        fmt::format("    Datasheet: none ({}); driver-reported bandwidth {}\n",
+                    sheet["match"].get<std::string>(),
+                    sheet["memory_bandwidth_tbps"].is_number()
+                        ? fmt::format("{:.2f} TB/s", sheet["memory_bandwidth_tbps"].get<double>())
+                        : std::string("(unknown)"));
   }
 }
 

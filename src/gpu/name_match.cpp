@@ -117,7 +117,8 @@ bool contains_word(std::string_view hay, std::string_view needle) {
   if (needle.empty() || needle.size() > hay.size()) return false;
   for (size_t pos = 0; pos + needle.size() <= hay.size(); ++pos) {
     bool equal = true;
-    for (size_t i = 0; i < needle.size() && equal; ++i) equal = lower(hay[pos + i]) == lower(needle[i]);
+    for (size_t i = 0; i < needle.size() && equal; ++i)
+      equal = lower(hay[pos + i]) == lower(needle[i]);
     if (!equal) continue;
     const size_t end = pos + needle.size();
     const bool left_ok = pos == 0 || !is_alnum(hay[pos - 1]);

@@ -34,9 +34,10 @@ void fill_peaks(GpuInfo& info) {
     if (spec != nullptr) why = fmt::format("architecture {} names {}", info.arch, spec->name);
   }
   if (spec == nullptr) {
-    info.peaks_source = info.peak_tbps > 0
-                            ? fmt::format("driver-reported memory bandwidth, no compute peak ({})", why)
-                            : fmt::format("no peaks: {}", why);
+    info.peaks_source =
+        info.peak_tbps > 0
+            ? fmt::format("driver-reported memory bandwidth, no compute peak ({})", why)
+            : fmt::format("no peaks: {}", why);
     return;
   }
   // MI250X: the driver's device is one GCD, half the package the datasheet describes.
@@ -69,7 +70,8 @@ GpuInfo detect_gpu() {
       info.memory_bytes = static_cast<int64_t>(d.memory_total);
     }
   }
-  if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0') info.arch = forced;
+  if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0')
+    info.arch = forced;
   fill_peaks(info);
   return info;
 }

@@ -21,10 +21,12 @@ std::string resolved(std::string_view name, int64_t mem = 0) {
 }
 
 TEST(GpuDatasheet, CoversTheRequiredGpusWithSourcedFigures) {
-  for (const char* name : {"V100", "T4", "A10", "L4", "L40S", "A100", "A100 SXM 40GB",
-                           "A100 PCIe 80GB", "A100 PCIe 40GB", "H100", "H100 PCIe", "H100 NVL",
-                           "H800", "H20", "H200", "H200 NVL", "GH200", "B200", "GB200", "MI250X",
-                           "MI300X", "MI300A", "MI325X", "MI355X"}) {
+  for (const char* name : {"V100",           "T4",     "A10",           "L4",
+                           "L40S",           "A100",   "A100 SXM 40GB", "A100 PCIe 80GB",
+                           "A100 PCIe 40GB", "H100",   "H100 PCIe",     "H100 NVL",
+                           "H800",           "H20",    "H200",          "H200 NVL",
+                           "GH200",          "B200",   "GB200",         "MI250X",
+                           "MI300X",         "MI300A", "MI325X",        "MI355X"}) {
     const GpuSpec* s = find_spec(name);
     ASSERT_NE(s, nullptr) << name;
     EXPECT_EQ(s->name, name);
@@ -101,7 +103,8 @@ TEST(GpuDatasheet, UnknownOrAmbiguousNamesSayWhy) {
 TEST(GpuDatasheet, TraceDeviceNamesInTestsDataResolve) {
   const auto dir = std::filesystem::path(MAGPIE_SOURCE_DIR) / "tests/data/public_traces";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
-  const std::regex device(R"re("name":\s*"((?:NVIDIA|AMD|Tesla)[^"]*)"[^{}]*"totalGlobalMem":\s*(\d+))re");
+  const std::regex device(
+      R"re("name":\s*"((?:NVIDIA|AMD|Tesla)[^"]*)"[^{}]*"totalGlobalMem":\s*(\d+))re");
   int checked = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
@@ -126,17 +129,19 @@ TEST(GpuDatasheet, TraceDeviceNamesInTestsDataResolve) {
 // agreed, the figures stand; where they differed, the vendor's figure is used
 // (docs/GPU_DATASHEET.md lists both).
 TEST(GpuDatasheet, FiguresOfTheOldTablesStand) {
-  auto bf16 = [](const char* n) { return find_spec(n)->peak(Precision::kBf16, ExecUnit::kMatrix)->value; };
+  auto bf16 = [](const char* n) {
+    return find_spec(n)->peak(Precision::kBf16, ExecUnit::kMatrix)->value;
+  };
   auto bw = [](const char* n) { return find_spec(n)->memory_bandwidth_tbps.value; };
   EXPECT_DOUBLE_EQ(bf16("H100"), 989);
   EXPECT_DOUBLE_EQ(bf16("H200"), 989);
   EXPECT_DOUBLE_EQ(bf16("B200"), 2250);
   EXPECT_DOUBLE_EQ(bf16("A100"), 312);
-  EXPECT_DOUBLE_EQ(bf16("MI300X"), 1307.4);   // kernel table said 1307
-  EXPECT_DOUBLE_EQ(bf16("MI325X"), 1307.4);   // kernel table said 1307
+  EXPECT_DOUBLE_EQ(bf16("MI300X"), 1307.4);  // kernel table said 1307
+  EXPECT_DOUBLE_EQ(bf16("MI325X"), 1307.4);  // kernel table said 1307
   EXPECT_DOUBLE_EQ(bf16("MI350X"), 2307);
-  EXPECT_DOUBLE_EQ(bf16("MI355X"), 2516.6);   // kernel table said 2517
-  EXPECT_DOUBLE_EQ(bw("A100"), 2.039);        // kernel table said 2.04
+  EXPECT_DOUBLE_EQ(bf16("MI355X"), 2516.6);  // kernel table said 2517
+  EXPECT_DOUBLE_EQ(bw("A100"), 2.039);       // kernel table said 2.04
   EXPECT_DOUBLE_EQ(bw("H100"), 3.35);
   EXPECT_DOUBLE_EQ(bw("H200"), 4.8);
   EXPECT_DOUBLE_EQ(bw("MI300X"), 5.3);
@@ -162,7 +167,8 @@ TEST(GpuDatasheet, AnalyzePeaksComeFromTheDatasheetOrSayWhy) {
   kernel::fill_peaks(unknown);
   EXPECT_DOUBLE_EQ(unknown.peak_tbps, 1.79);
   EXPECT_EQ(unknown.peak_tflops, 0);
-  EXPECT_NE(unknown.peaks_source.find("driver-reported"), std::string::npos) << unknown.peaks_source;
+  EXPECT_NE(unknown.peaks_source.find("driver-reported"), std::string::npos)
+      << unknown.peaks_source;
 }
 
 TEST(GpuDatasheet, DeviceBlockFallsBackToTheDriver) {

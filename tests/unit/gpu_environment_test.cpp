@@ -17,7 +17,8 @@ SystemStatus two_h200s() {
     DeviceStatus d;
     d.index = i;
     d.name = "NVIDIA H200";
-    d.uuid = i == 0 ? "GPU-00000000-1111-2222-3333-444444444444" : "GPU-55555555-6666-7777-8888-999999999999";
+    d.uuid = i == 0 ? "GPU-00000000-1111-2222-3333-444444444444"
+                    : "GPU-55555555-6666-7777-8888-999999999999";
     d.memory_total = 150754820096ULL;
     s.devices.push_back(d);
   }
@@ -40,7 +41,8 @@ TEST(GpuEnvironment, VisibleDevicesPickTheGpusUsed) {
   EXPECT_EQ(s.env_vars.at("CUDA_VISIBLE_DEVICES"), "1");
   EXPECT_FALSE(s.env_vars.at("HIP_VISIBLE_DEVICES").has_value());
   // By UUID prefix, as CUDA accepts it.
-  auto by_uuid = make_environment({}, two_h200s(), env_of({{"CUDA_VISIBLE_DEVICES", "GPU-00000000"}}));
+  auto by_uuid =
+      make_environment({}, two_h200s(), env_of({{"CUDA_VISIBLE_DEVICES", "GPU-00000000"}}));
   ASSERT_EQ(by_uuid.gpus.size(), 1u);
   EXPECT_EQ(by_uuid.gpus[0].index, 0);
   EXPECT_EQ(make_environment({}, two_h200s(), env_of({})).gpus.size(), 2u);
@@ -78,9 +80,9 @@ TEST(GpuEnvironment, BuildVersionAndCommitFromConfigure) {
   EXPECT_TRUE(s.gpus.empty());
   EXPECT_FALSE(s.notes.empty());  // says why no GPU is listed
   auto j = environment_json(s);
-  for (const char* key : {"magpie_version", "build_commit", "host", "os", "driver_version",
-                          "cuda_version", "gpus", "env_vars", "model", "model_revision", "image",
-                          "image_digest"}) {
+  for (const char* key :
+       {"magpie_version", "build_commit", "host", "os", "driver_version", "cuda_version", "gpus",
+        "env_vars", "model", "model_revision", "image", "image_digest"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
 }
