@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/environment.hpp"
+#include "kernel/report_json.hpp"
 
 namespace magpie::gpu {
 namespace {
@@ -91,6 +92,22 @@ TEST(GpuEnvironment, CaptureReadsThisMachine) {
   auto s = capture_environment();
   EXPECT_FALSE(s.host.empty());
   EXPECT_NE(s.os.find("Linux"), std::string::npos) << s.os;
+}
+
+TEST(GpuEnvironment, KernelReportsCarryTheBlockAndTheirPeaks) {
+  kernel::ReportEnvironment env;
+  env.environment = make_environment({}, two_h200s(), env_of({{"CUDA_VISIBLE_DEVICES", "0"}}));
+  env.gpu = {"NVIDIA", "NVIDIA H200", "sm_90"};
+  kernel::fill_peaks(env.gpu);
+  auto j = kernel::analyze_report({}, "2026-12-03T12:00:00", &env);
+  ASSERT_TRUE(j.contains("environment"));
+  EXPECT_EQ(j["environment"]["gpus"].size(), 1u);
+  EXPECT_EQ(j["environment"]["gpus"][0]["datasheet_entry"], "H200");
+  EXPECT_EQ(j["gpu_peaks"]["memory_bandwidth_tbps"], 4.8);
+  EXPECT_EQ(j["gpu_peaks"]["bf16_tflops"], 989);
+  EXPECT_NE(j["gpu_peaks"]["source"].get<std::string>().find("H200"), std::string::npos);
+  // Without one (callers that have none), the report is as before.
+  EXPECT_FALSE(kernel::analyze_report({}, "t").contains("environment"));
 }
 
 }  // namespace
