@@ -9,6 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/op_attribution.hpp"
 #include "core/error.hpp"
 #include "replay/bench_module.hpp"
@@ -32,9 +34,16 @@ SignatureKey key_of(const trace::Trace& t, size_t row) {
   return {t.events.name[row], od.input_dims, od.input_type, od.input_strides, od.concrete_inputs};
 }
 
+// The args as one-line JSON (traces pretty-print them over many lines).
+std::string compact(std::string_view raw) {
+  if (raw.empty()) return {};
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  return j.is_discarded() ? std::string(raw) : j.dump();
+}
+
 OpSignature signature_of(const trace::Trace& t, const SignatureKey& k) {
-  return {std::string(t.str(std::get<0>(k))), std::string(t.str(std::get<1>(k))), std::string(t.str(std::get<2>(k))),
-          std::string(t.str(std::get<3>(k))), std::string(t.str(std::get<4>(k)))};
+  return {std::string(t.str(std::get<0>(k))), compact(t.str(std::get<1>(k))), compact(t.str(std::get<2>(k))),
+          compact(t.str(std::get<3>(k))), compact(t.str(std::get<4>(k)))};
 }
 
 RecordedArgs recorded_args(const OpSignature& s) {

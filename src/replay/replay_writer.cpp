@@ -45,7 +45,8 @@ std::string short_name(const std::string& s, size_t n = 90) { return s.size() <=
 
 }  // namespace
 
-std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name) {
+std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name, const std::string& working_dir) {
+  const std::string dir = working_dir.empty() ? "" : fmt::format("    working_dir: \"{}\"\n", working_dir);
   return fmt::format(
       "# magpie compare -k compare.yaml      (or: magpie analyze -k compare.yaml)\n"
       "# Written by `magpie replay` from {trace}: {name}, rank {rank} by GPU time.\n"
@@ -54,16 +55,16 @@ std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name
       "# sees the recorded shapes, strides and dtypes.\n"
       "kernels:\n"
       "  - id: baseline\n"
-      "    type: pytorch\n"
+      "    type: pytorch\n{dir}"
       "    bench_target: {{module: baseline, callable: replay, get_inputs: get_inputs}}\n"
       "  - id: candidate\n"
-      "    type: pytorch\n"
+      "    type: pytorch\n{dir}"
       "    bench_target: {{module: candidate, callable: replay, get_inputs: \"baseline:get_inputs\"}}\n"
       "correctness:\n"
       "  seeds: 3\n"
       "performance:\n"
       "  rounds: 5\n",
-      fmt::arg("trace", trace_name), fmt::arg("name", t.signature.name), fmt::arg("rank", t.rank));
+      fmt::arg("trace", trace_name), fmt::arg("name", t.signature.name), fmt::arg("rank", t.rank), fmt::arg("dir", dir));
 }
 
 nlohmann::json note_json(const ReplayTarget& t) {

@@ -29,7 +29,9 @@ struct ReplayFiles {
 // Throws Error(kUnreadable) when a file cannot be written.
 ReplayFiles write_replay(const ReplayOutcome& outcome, const std::filesystem::path& output_dir);
 
-std::string compare_yaml_text(const ReplayTarget& target, std::string_view trace_name);
+// working_dir: set on both entries when the YAML lives outside the replay folder.
+std::string compare_yaml_text(const ReplayTarget& target, std::string_view trace_name,
+                              const std::string& working_dir = {});
 std::string note_markdown(const ReplayTarget& target, std::string_view trace_name);
 nlohmann::json note_json(const ReplayTarget& target);
 nlohmann::json skipped_json(const SkippedOp& skipped);
