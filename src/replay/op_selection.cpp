@@ -181,6 +181,27 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
         out.graph_replayed_kernels));
   }
 
+  // A trace without GPU work (a CPU run): rank the innermost replayable ops
+  // by their host time instead, the same "nearest wanted op" rule from below.
+  out.ranked_by_host_time = !by_name && out.trace_gpu_ns == 0;
+  if (out.ranked_by_host_time) {
+    std::vector<char> has_wanted_inside(ev.size(), 0);
+    for (size_t r = 0; r < ev.size(); ++r) {
+      if (ev.category[r] != Category::kCpuOp || !wanted(r)) continue;
+      for (int32_t p = links.parent[r]; p >= 0; p = links.parent[static_cast<size_t>(p)]) {
+        if (ev.category[static_cast<size_t>(p)] == Category::kCpuOp && wanted(static_cast<size_t>(p))) {
+          has_wanted_inside[static_cast<size_t>(p)] = 1;
+          break;
+        }
+      }
+    }
+    for (size_t r = 0; r < ev.size(); ++r) {
+      if (ev.category[r] != Category::kCpuOp || !wanted(r) || has_wanted_inside[r]) continue;
+      auto& g = groups[key_of(trace, r)];
+      g.key = key_of(trace, r);
+    }
+  }
+
   // Calls: every cpu_op of a selected signature (with --op, also calls that launched nothing).
   for (size_t r = 0; r < ev.size(); ++r) {
     if (ev.category[r] != Category::kCpuOp) continue;
@@ -211,9 +232,10 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     });
     ranked.push_back(&g);
   }
-  std::ranges::sort(ranked, [](const Group* a, const Group* b) {
-    return std::tuple(b->cost.total_ns, b->cost.calls, a->first_row) <
-           std::tuple(a->cost.total_ns, a->cost.calls, b->first_row);
+  const bool host = out.ranked_by_host_time;
+  auto time_of = [host](const Group* g) { return host ? g->cost.cpu_total_ns : g->cost.total_ns; };
+  std::ranges::sort(ranked, [&](const Group* a, const Group* b) {
+    return std::tuple(time_of(b), b->cost.calls, a->first_row) < std::tuple(time_of(a), a->cost.calls, b->first_row);
   });
 
   std::vector<Group*> selected;
@@ -242,10 +264,11 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     }
     std::ranges::stable_sort(selected, [](const Group* a, const Group* b) { return a->cost.total_ns > b->cost.total_ns; });
   } else {
-    if (out.trace_gpu_ns == 0 || ranked.empty()) {
-      throw Error(ErrorKind::kNoGpuEvents, "no GPU work attributed to CPU ops: nothing to rank for --top-k", trace.path,
-                  std::nullopt, "use --op NAME to replay an op by name");
+    if (ranked.empty()) {
+      throw Error(ErrorKind::kNoGpuEvents, "no replayable CPU op and no GPU work attributed to one: nothing to rank",
+                  trace.path, std::nullopt, "use --op NAME to replay an op by name");
     }
+    if (host) out.selection = fmt::format("top {} ops by host time (the trace has no GPU work)", request.top_k);
     for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < request.top_k; ++i) selected.push_back(ranked[i]);
   }
 

@@ -86,6 +86,7 @@ struct ReplayOutcome {
   int64_t trace_gpu_ns = 0;         // all GPU work in the trace
   int64_t unattributed_ns = 0;      // GPU work with no CPU op found
   int64_t graph_replayed_kernels = 0;
+  bool ranked_by_host_time = false;  // --top-k on a trace without GPU work (a CPU run)
   std::vector<ReplayTarget> targets;
   std::vector<SkippedOp> skipped;   // selected but not replayable, each with why
   std::vector<std::string> warnings;
@@ -94,7 +95,8 @@ struct ReplayOutcome {
 // The plan for an ingested trace. Throws Error(kUsage) for a request without
 // ops or top-k, Error(kNotFound) when --op names an op the trace does not have
 // (the message lists the ops with most GPU time), Error(kNoGpuEvents) for
-// top-k on a trace without GPU work.
+// top-k on a trace with no replayable op. On a trace without GPU work (a CPU
+// run) --top-k ranks the innermost replayable ops by their host time.
 ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& request);
 
 // Loads request.trace_path (Kineto JSON, gzip or not) and plans.

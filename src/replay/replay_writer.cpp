@@ -155,6 +155,7 @@ nlohmann::json outcome_json(const ReplayOutcome& o, const ReplayFiles* files) {
                    {"trace_gpu_us", us(o.trace_gpu_ns)},
                    {"unattributed_gpu_us", us(o.unattributed_ns)},
                    {"graph_replayed_gpu_events", o.graph_replayed_kernels},
+                   {"ranked_by_host_time", o.ranked_by_host_time},
                    {"targets", targets},
                    {"skipped", skipped},
                    {"warnings", o.warnings}};
@@ -166,25 +167,26 @@ std::string summary_markdown(const ReplayOutcome& o) {
   std::string s = fmt::format("# magpie replay of {}\n\nSelection: {}. GPU time in the trace: {:.1f} µs",
                               fs::path(o.trace_path).filename().string(), o.selection, us(o.trace_gpu_ns));
   s += o.unattributed_ns ? fmt::format(" ({:.1f} µs with no CPU op found).\n\n", us(o.unattributed_ns)) : ".\n\n";
-  s += "| rank | op | arguments | calls | GPU µs | µs/call | share | replay |\n";
-  s += "| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+  s += "| rank | op | arguments | calls | GPU µs | µs/call | share | host µs | replay |\n";
+  s += "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
   size_t ti = 0, si = 0;
   while (ti < o.targets.size() || si < o.skipped.size()) {
     const bool take_target =
         si >= o.skipped.size() || (ti < o.targets.size() && o.targets[ti].rank < o.skipped[si].rank);
     if (take_target) {
       const auto& t = o.targets[ti++];
-      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | [{}/]({}/note.md){} |\n", t.rank,
+      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | [{}/]({}/note.md){} |\n", t.rank,
                        t.signature.name, md_cell(short_name(describe_arguments(t.arguments))), t.cost.calls,
-                       us(t.cost.total_ns), t.cost.mean_ns_per_call() / 1e3, 100 * t.share_of_gpu_time, t.slug,
+                       us(t.cost.total_ns), t.cost.mean_ns_per_call() / 1e3, 100 * t.share_of_gpu_time,
+                       us(t.cost.cpu_total_ns), t.slug,
                        t.slug, t.runs_on_cpu ? "" : " (GPU only)");
     } else {
       const auto& k = o.skipped[si++];
-      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | not replayed: {} |\n", k.rank,
+      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | not replayed: {} |\n", k.rank,
                        k.signature.name, md_cell(short_name(k.signature.input_dims)), k.cost.calls, us(k.cost.total_ns),
                        k.cost.mean_ns_per_call() / 1e3,
                        o.trace_gpu_ns ? 100.0 * static_cast<double>(k.cost.total_ns) / static_cast<double>(o.trace_gpu_ns) : 0.0,
-                       md_cell(k.reason));
+                       us(k.cost.cpu_total_ns), md_cell(k.reason));
     }
   }
   for (const auto& w : o.warnings) s += "\nWarning: " + w + "\n";

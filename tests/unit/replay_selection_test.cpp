@@ -103,6 +103,27 @@ TEST(ReplaySelection, TopKRanksOpsByAttributedGpuTimeAndListsTheUnreplayable) {
   EXPECT_NE(o.skipped[1].reason.find("no floating-point tensor input"), std::string::npos);
 }
 
+TEST(ReplaySelection, CpuOnlyTraceRanksInnermostReplayableOpsByHostTime) {
+  // the same events without the GPU side, as a CPU run records them
+  std::string cpu;
+  std::istringstream lines{std::string(kTrace)};
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(R"("cat":"kernel")") == std::string::npos) cpu += line + "\n";
+  }
+  PaddedBuffer b(cpu.size());
+  std::memcpy(b.data(), cpu.data(), cpu.size());
+  const auto trace = trace::parse_kineto(b, "cpu.json", trace::IngestOptions{});
+  const auto o = plan_replay(trace, top(3));
+  EXPECT_TRUE(o.ranked_by_host_time);
+  EXPECT_EQ(o.trace_gpu_ns, 0);
+  ASSERT_EQ(o.targets.size(), 3u);
+  // mm 2 × 70 µs; cuDNN attention 90 µs (sdpa and linear hold a replayable op: not counted twice); cat 20
+  EXPECT_EQ(o.targets[0].signature.name, "aten::mm");
+  EXPECT_EQ(o.targets[0].cost.cpu_total_ns, 140000);
+  EXPECT_EQ(o.targets[1].signature.name, "aten::_scaled_dot_product_cudnn_attention");
+  EXPECT_NE(o.selection.find("host time"), std::string::npos);
+}
+
 TEST(ReplaySelection, TopKCutsAtK) {
   const auto o = plan_replay(load_snippet(), top(2));
   EXPECT_EQ(o.targets.size(), 2u);
