@@ -397,7 +397,10 @@ def _resolve():
             if fit is None:
                 break
             penalty += fit
-            plan.append((arg.name, arg.kwarg_only, default, arg.default_value if default else None))
+            # An out= argument (the trace recorded the out overload): written to, so the call
+            # gets a fresh tensor of its layout instead of an input it would modify.
+            fresh = kind == "tensor" and arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write
+            plan.append((arg.name, arg.kwarg_only, default, arg.default_value if default else None, fresh))
         else:
             if best is None or penalty < best[0]:
                 best = (penalty, overload, plan)
@@ -412,8 +415,8 @@ def _aten(values):
         _RESOLVED.append(_resolve())
     overload, plan = _RESOLVED[0]
     args, kwargs = [], {{}}
-    for value, (name, kwarg_only, default, default_value) in zip(values, plan):
-        value = default_value if default else value
+    for value, (name, kwarg_only, default, default_value, fresh) in zip(values, plan):
+        value = default_value if default else (torch.empty_like(value) if fresh else value)
         if kwarg_only:
             kwargs[name] = value
         else:
