@@ -167,6 +167,11 @@ def test_mcp_create_kernel_config_from_trace_op(magpie, engine, tmp_path):
     assert Path(s["config_path"]) == config and config.read_text() == s["config_content"]
     assert "working_dir:" in s["config_content"]
     assert out["bad_error"] and "aten::nosuch" in out["bad_text"]
+    # the same job as the CLI: the same files for the same op
+    replay(magpie, BERT, tmp_path / "cli", "--op", "aten::addmm:[[512],[141,512]]", "--top-k", "1")
+    mcp_dir = Path(s["replay"]["files"]["dir"])
+    for name in ("baseline.py", "candidate.py", "compare.yaml", "note.md", "note.json"):
+        assert (tmp_path / "cli" / mcp_dir.name / name).read_text() == (mcp_dir / name).read_text(), name
     # the YAML written elsewhere runs: it points at the replay folder
     r, report = compare_no_perf(magpie, engine, config, tmp_path / "cmp")
     assert r.returncode == 0 and report, r.stdout[-3000:] + r.stderr[-3000:]
