@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/op_attribution.hpp"
+#include "analysis/perf_model.hpp"
 #include "core/error.hpp"
 #include "replay/bench_module.hpp"
 #include "replay/replay.hpp"
@@ -70,6 +71,33 @@ std::string slug_for(int rank, std::string_view name) {
   for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   while (s.find("__") != std::string::npos) s.replace(s.find("__"), 2, "_");
   return s;
+}
+
+// The roofline floor of one call, only where the perf model's "every operand
+// read once, the output written once" is a true lower bound: ops that read all
+// of every input (GEMM, norm, softmax, elementwise, reductions), on dense
+// layouts (a broadcast stride-0 tensor holds fewer bytes than its shape says).
+// Attention (causal masking skips work), embedding and index ops get none.
+void roofline_floor(ReplayTarget& t) {
+  const auto f = t.op->family;
+  if (f == OpFamily::kAttention || f == OpFamily::kEmbedding || f == OpFamily::kDataMovement) return;
+  for (const auto& a : t.arguments) {
+    if (a.kind == ArgumentKind::kTensorList) return;
+    if (a.kind != ArgumentKind::kTensor) continue;
+    int64_t extent = 1;
+    for (size_t i = 0; i < a.tensor.shape.size() && i < a.tensor.strides.size(); ++i) {
+      if (a.tensor.shape[i] > 1 && a.tensor.strides[i] == 0) return;
+      extent += (a.tensor.shape[i] - 1) * a.tensor.strides[i];
+    }
+    if (!a.tensor.strides.empty() && a.tensor.numel() > 0 && extent != a.tensor.numel()) return;  // gaps or overlap
+  }
+  auto dims = analysis::parse_input_dims(t.signature.input_dims);
+  if (!dims) return;
+  auto cost = analysis::model_for_op(t.signature.name, *dims, analysis::parse_input_types(t.signature.input_type),
+                                     t.signature.concrete_inputs);
+  if (!cost || cost->bytes <= 0) return;
+  t.min_bytes = cost->bytes;
+  t.min_flops = cost->flops;
 }
 
 std::string ms(int64_t ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
@@ -297,6 +325,7 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
         if (auto why = prepare_target(t)) {
           reason = *why;
         } else {
+          roofline_floor(t);
           t.module_text = bench_module_text(t, std::filesystem::path(trace.path).filename().string());
           out.targets.push_back(std::move(t));
           continue;

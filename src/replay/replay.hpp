@@ -70,6 +70,10 @@ struct ReplayTarget {
   bool runs_on_cpu = true;
   std::string cpu_reason;
   std::vector<std::string> notes;  // assumptions the module makes (TensorList dtype, out-of-place, ...)
+  // Least DRAM traffic and work of one call (src/analysis perf model), for the
+  // roofline floor of `magpie compare`; 0 = no floor (see roofline_floor()).
+  double min_bytes = 0;
+  double min_flops = 0;
   std::string module_text;         // baseline.py (candidate.py starts as a copy)
 };
 

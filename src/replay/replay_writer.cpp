@@ -46,7 +46,10 @@ std::string short_name(const std::string& s, size_t n = 90) { return s.size() <=
 }  // namespace
 
 std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name, const std::string& working_dir) {
-  const std::string dir = working_dir.empty() ? "" : fmt::format("    working_dir: \"{}\"\n", working_dir);
+  std::string dir = working_dir.empty() ? "" : fmt::format("    working_dir: \"{}\"\n", working_dir);
+  // The roofline floor: a median below it (× floor_tolerance) is rejected as impossible.
+  if (t.min_bytes > 0) dir += fmt::format("    min_bytes: {:.0f}\n", t.min_bytes);
+  if (t.min_flops > 0) dir += fmt::format("    min_flops: {:.0f}\n", t.min_flops);
   return fmt::format(
       "# magpie compare -k compare.yaml      (or: magpie analyze -k compare.yaml)\n"
       "# Written by `magpie replay` from {trace}: {name}, rank {rank} by GPU time.\n"
@@ -96,6 +99,7 @@ nlohmann::json note_json(const ReplayTarget& t) {
           {"described", describe_arguments(t.arguments)},
           {"cost", cost_json(t.cost)},
           {"share_of_trace_gpu_time", t.share_of_gpu_time},
+          {"roofline_floor", {{"min_bytes", t.min_bytes}, {"min_flops", t.min_flops}}},
           {"runs_on_cpu", t.runs_on_cpu},
           {"cpu_reason", t.runs_on_cpu ? nlohmann::json(nullptr) : nlohmann::json(t.cpu_reason)},
           {"notes", t.notes}};
