@@ -170,6 +170,10 @@ TEST(ReplayBenchModule, WritesRecordedLayoutsBoundsAndCallStyle) {
             std::string::npos)
       << mm->module_text;
   EXPECT_NE(mm->module_text.find("OP = \"mm\""), std::string::npos);
+  // roofline floor: A, B read once and C written once; 2·M·N·K FLOPs
+  EXPECT_DOUBLE_EQ(mm->min_bytes, 2.0 * (16 * 4096 + 4096 * 4096 + 16 * 4096));
+  EXPECT_DOUBLE_EQ(mm->min_flops, 2.0 * 16 * 4096 * 4096);
+  EXPECT_NE(compare_yaml_text(*mm, "t.json").find("min_flops: 536870912"), std::string::npos);
   const auto* sel = target_named(o, "aten::index_select");
   ASSERT_NE(sel, nullptr);
   // indices bounded by the indexed dimension of the weight
@@ -184,6 +188,8 @@ TEST(ReplayBenchModule, WritesRecordedLayoutsBoundsAndCallStyle) {
   const auto* attn = target_named(o, "aten::_scaled_dot_product_cudnn_attention");
   ASSERT_NE(attn, nullptr);
   EXPECT_NE(attn->module_text.find("FIRST_OUTPUT_ONLY = True"), std::string::npos);
+  EXPECT_EQ(attn->min_bytes, 0);  // causal attention: no floor
+  EXPECT_EQ(compare_yaml_text(*attn, "t.json").find("min_bytes"), std::string::npos);
   EXPECT_NE(attn->module_text.find("(\"scalar\", 0.088388347648318447)"), std::string::npos);
 }
 
