@@ -19,12 +19,16 @@ void ReplayCommand::register_with(CLI::App& app) {
       "Examples:\n"
       "  magpie replay trace.json.gz --top-k 10 -o replay\n"
       "  magpie replay trace.json.gz --op aten::mm:[[16,4096],[4096,4096]]");
-  sub_->add_option("trace", trace_, "Kineto trace file (.json or .json.gz)")->required()->check(CLI::ExistingFile);
-  sub_->add_option("--op", ops_,
-                   "Op to replay: NAME (aten::mm, or mm) or NAME:SHAPES with the shapes of its first tensor\n"
-                   "arguments as JSON ([[16,4096],[4096,4096]]); repeatable. Every recorded signature is\n"
-                   "replayed, most GPU time first (limit with --top-k)");
-  sub_->add_option("--top-k", top_k_, "The N ops with most GPU time (with --op: N signatures per op)")
+  sub_->add_option("trace", trace_, "Kineto trace file (.json or .json.gz)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub_->add_option(
+      "--op", ops_,
+      "Op to replay: NAME (aten::mm, or mm) or NAME:SHAPES with the shapes of its first tensor\n"
+      "arguments as JSON ([[16,4096],[4096,4096]]); repeatable. Every recorded signature is\n"
+      "replayed, most GPU time first (limit with --top-k)");
+  sub_->add_option("--top-k", top_k_,
+                   "The N ops with most GPU time (with --op: N signatures per op)")
       ->check(CLI::PositiveNumber);
   sub_->add_option("-o,--output-dir", output_dir_, "Where the replays go")->capture_default_str();
   sub_->add_flag("--json", json_, "Print replay.json on stdout instead of the table");

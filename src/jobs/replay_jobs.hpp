@@ -1,10 +1,9 @@
 #pragma once
 // The replay job: `magpie replay` and the MCP tool `create_kernel_config`
 // (from a trace op) both come here, so either face writes the same files.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "jobs/job_context.hpp"
 #include "replay/replay.hpp"

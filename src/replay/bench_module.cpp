@@ -11,14 +11,19 @@ namespace {
 
 constexpr int64_t kIntegerHigh = 16;  // integer tensors that index nothing: small values
 
-std::string py_ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string py_ints(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 std::string py_scalar(const ScalarValue& s) {
   switch (s.type) {
-    case ScalarValue::Type::kBool: return s.b ? "True" : "False";
-    case ScalarValue::Type::kInt: return std::to_string(s.i);
+    case ScalarValue::Type::kBool:
+      return s.b ? "True" : "False";
+    case ScalarValue::Type::kInt:
+      return std::to_string(s.i);
     case ScalarValue::Type::kFloat:
-      if (!s.text.empty() && s.text.find_first_not_of("0123456789.eE+-") == std::string::npos) return s.text;
+      if (!s.text.empty() && s.text.find_first_not_of("0123456789.eE+-") == std::string::npos)
+        return s.text;
       return fmt::format("float(\"{}\")", s.text);
   }
   return "None";
@@ -32,7 +37,8 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
 
 std::string py_tensor(const TensorSpec& t, std::optional<int64_t> high) {
   std::string s = fmt::format("dict(shape={}, stride={}, dtype=\"{}\"", py_ints(t.shape),
-                              py_ints(t.strides.empty() ? contiguous_strides(t.shape) : t.strides), t.torch_dtype);
+                              py_ints(t.strides.empty() ? contiguous_strides(t.shape) : t.strides),
+                              t.torch_dtype);
   if (high) s += fmt::format(", high={}", *high);
   return s + ")";
 }
@@ -53,13 +59,16 @@ std::pair<std::string, std::string> guess_list_dtype(const ReplayTarget& t) {
   }
   for (const auto& k : t.cost.kernels) {
     const auto& n = k.name;
-    if (n.find("BFloat16") != std::string::npos || n.find("bfloat16") != std::string::npos || n.find("bf16") != std::string::npos) {
+    if (n.find("BFloat16") != std::string::npos || n.find("bfloat16") != std::string::npos ||
+        n.find("bf16") != std::string::npos) {
       return {"bfloat16", "the kernel name " + n.substr(0, 80)};
     }
-    if (n.find("Half") != std::string::npos || n.find("__half") != std::string::npos || n.find("fp16") != std::string::npos) {
+    if (n.find("Half") != std::string::npos || n.find("__half") != std::string::npos ||
+        n.find("fp16") != std::string::npos) {
       return {"float16", "the kernel name " + n.substr(0, 80)};
     }
-    if (n.find("OpaqueType<2u>") != std::string::npos) return {"bfloat16", "2-byte elements in the kernel name"};
+    if (n.find("OpaqueType<2u>") != std::string::npos)
+      return {"bfloat16", "2-byte elements in the kernel name"};
     if (n.find("OpaqueType<4u>") != std::string::npos || n.find("<float") != std::string::npos) {
       return {"float32", "the kernel name " + n.substr(0, 80)};
     }
@@ -69,7 +78,8 @@ std::pair<std::string, std::string> guess_list_dtype(const ReplayTarget& t) {
 
 bool has_floating_input(const ReplayTarget& t) {
   for (const auto& a : t.arguments) {
-    if (a.kind == ArgumentKind::kTensor && a.tensor.is_floating() && a.tensor.numel() > 0) return true;
+    if (a.kind == ArgumentKind::kTensor && a.tensor.is_floating() && a.tensor.numel() > 0)
+      return true;
     if (a.kind == ArgumentKind::kTensorList) {
       for (const auto& e : a.tensors) {
         if (e.is_floating() && e.numel() > 0) return true;
@@ -115,7 +125,8 @@ std::optional<std::string> index_bounds(const ReplayTarget& t, Bounds& out) {
     }
     const auto& source = t.arguments[sa].tensor;
     if (b.per_element) {
-      if (t.arguments[ia].kind != ArgumentKind::kTensorList) return "the indices are not a recorded TensorList";
+      if (t.arguments[ia].kind != ArgumentKind::kTensorList)
+        return "the indices are not a recorded TensorList";
       for (size_t j = 0; j < t.arguments[ia].tensors.size(); ++j) {
         out.element[ia].push_back(bound_of(source, static_cast<int64_t>(j)));
       }
@@ -124,7 +135,9 @@ std::optional<std::string> index_bounds(const ReplayTarget& t, Bounds& out) {
     auto dim = dim_of(t, b);
     if (!dim) return fmt::format("the dim argument {} has no recorded value", b.dim_arg);
     auto high = bound_of(source, *dim);
-    if (!high) return fmt::format("dim {} is outside the indexed tensor's {} dims", *dim, source.shape.size());
+    if (!high)
+      return fmt::format("dim {} is outside the indexed tensor's {} dims", *dim,
+                         source.shape.size());
     if (*high <= 0) return "the indexed dimension is empty";
     out.tensor[ia] = high;
   }
@@ -134,7 +147,8 @@ std::optional<std::string> index_bounds(const ReplayTarget& t, Bounds& out) {
 std::optional<int64_t> to_dtype_code(const ReplayTarget& t) {
   for (size_t i = 1; i < std::min<size_t>(t.arguments.size(), 3); ++i) {
     const auto& a = t.arguments[i];
-    if (a.kind == ArgumentKind::kScalar && a.scalar.type == ScalarValue::Type::kInt) return a.scalar.i;
+    if (a.kind == ArgumentKind::kScalar && a.scalar.type == ScalarValue::Type::kInt)
+      return a.scalar.i;
   }
   return std::nullopt;
 }
@@ -143,9 +157,23 @@ std::optional<int64_t> to_dtype_code(const ReplayTarget& t) {
 
 std::string scalar_type_name(int64_t code) {
   static constexpr std::array<std::pair<int64_t, std::string_view>, 17> kCodes{{
-      {0, "uint8"}, {1, "int8"}, {2, "int16"}, {3, "int32"}, {4, "int64"}, {5, "float16"}, {6, "float32"},
-      {7, "float64"}, {9, "complex64"}, {10, "complex128"}, {11, "bool"}, {15, "bfloat16"},
-      {23, "float8_e5m2"}, {24, "float8_e4m3fn"}, {25, "float8_e5m2fnuz"}, {26, "float8_e4m3fnuz"}, {8, "complex32"},
+      {0, "uint8"},
+      {1, "int8"},
+      {2, "int16"},
+      {3, "int32"},
+      {4, "int64"},
+      {5, "float16"},
+      {6, "float32"},
+      {7, "float64"},
+      {9, "complex64"},
+      {10, "complex128"},
+      {11, "bool"},
+      {15, "bfloat16"},
+      {23, "float8_e5m2"},
+      {24, "float8_e4m3fn"},
+      {25, "float8_e5m2fnuz"},
+      {26, "float8_e4m3fnuz"},
+      {8, "complex32"},
   }};
   for (const auto& [c, n] : kCodes) {
     if (c == code) return std::string(n);
@@ -157,8 +185,10 @@ std::optional<std::string> prepare_target(ReplayTarget& t) {
   if (!t.op) return "not in the replay table";
   bool has_list = false;
   for (const auto& a : t.arguments) {
-    if ((a.kind == ArgumentKind::kTensor || a.kind == ArgumentKind::kNumber) && a.tensor.torch_dtype.empty()) {
-      return fmt::format("dtype \"{}\" has no torch equivalent known to replay", a.tensor.kineto_dtype);
+    if ((a.kind == ArgumentKind::kTensor || a.kind == ArgumentKind::kNumber) &&
+        a.tensor.torch_dtype.empty()) {
+      return fmt::format("dtype \"{}\" has no torch equivalent known to replay",
+                         a.tensor.kineto_dtype);
     }
     has_list = has_list || a.kind == ArgumentKind::kTensorList;
   }
@@ -167,20 +197,24 @@ std::optional<std::string> prepare_target(ReplayTarget& t) {
     for (size_t i = 0; i < t.arguments.size(); ++i) {
       auto& a = t.arguments[i];
       if (a.kind != ArgumentKind::kTensorList) continue;
-      const bool indices = std::ranges::any_of(
-          t.op->bounds, [&](const IndexBound& b) { return b.per_element && static_cast<size_t>(b.index_arg) == i; });
+      const bool indices = std::ranges::any_of(t.op->bounds, [&](const IndexBound& b) {
+        return b.per_element && static_cast<size_t>(b.index_arg) == i;
+      });
       for (auto& e : a.tensors) {
         e.torch_dtype = indices ? "int64" : dtype;
         e.kineto_dtype = "TensorList element";
       }
-      t.notes.push_back(indices ? std::string("Kineto does not record the dtype of TensorList elements: the "
-                                              "index tensors are assumed int64.")
-                                : fmt::format("Kineto does not record the dtype of TensorList elements: {} "
-                                              "assumed, from {}.", dtype, from));
+      t.notes.push_back(
+          indices ? std::string("Kineto does not record the dtype of TensorList elements: the "
+                                "index tensors are assumed int64.")
+                  : fmt::format("Kineto does not record the dtype of TensorList elements: {} "
+                                "assumed, from {}.",
+                                dtype, from));
     }
   }
   if (!has_floating_input(t)) {
-    return "no floating-point tensor input: the harness's correctness gate needs random floating-point data "
+    return "no floating-point tensor input: the harness's correctness gate needs random "
+           "floating-point data "
            "(integer-only ops such as position arithmetic are not replayed)";
   }
   Bounds bounds;
@@ -191,39 +225,45 @@ std::optional<std::string> prepare_target(ReplayTarget& t) {
           t.arguments[1].kind != ArgumentKind::kTensor) {
         return "copy_ without two recorded tensors";
       }
-      t.notes.push_back("copy_ writes into a fresh tensor of the destination's shape, strides and dtype "
-                        "(the harness rejects implementations that modify their inputs).");
+      t.notes.push_back(
+          "copy_ writes into a fresh tensor of the destination's shape, strides and dtype "
+          "(the harness rejects implementations that modify their inputs).");
       break;
     case CallStyle::kToCopy: {
       auto code = to_dtype_code(t);
       if (!code || scalar_type_name(*code).empty()) {
         return "aten::to without a recorded dtype: a device move (or a no-op), not GPU computation";
       }
-      t.notes.push_back(fmt::format("aten::to replayed as _to_copy(dtype=torch.{}), the op that runs under it.",
-                                    scalar_type_name(*code)));
+      t.notes.push_back(
+          fmt::format("aten::to replayed as _to_copy(dtype=torch.{}), the op that runs under it.",
+                      scalar_type_name(*code)));
       break;
     }
     case CallStyle::kOutOfPlace:
-      t.notes.push_back(fmt::format("{} is in-place: replayed as its out-of-place twin aten::{} (same kernel "
-                                    "family, plus a fresh output) because the harness rejects mutated inputs.",
-                                    t.signature.name, t.op->name.substr(0, t.op->name.size() - 1)));
+      t.notes.push_back(
+          fmt::format("{} is in-place: replayed as its out-of-place twin aten::{} (same kernel "
+                      "family, plus a fresh output) because the harness rejects mutated inputs.",
+                      t.signature.name, t.op->name.substr(0, t.op->name.size() - 1)));
       break;
-    case CallStyle::kAten: break;
+    case CallStyle::kAten:
+      break;
   }
   for (const auto& a : t.arguments) {
     if (a.kind == ArgumentKind::kNumber) {
-      t.notes.push_back(fmt::format("a Python {} argument's value is not recorded: {} used.", a.tensor.kineto_dtype,
-                                    number_value(a.tensor)));
+      t.notes.push_back(fmt::format("a Python {} argument's value is not recorded: {} used.",
+                                    a.tensor.kineto_dtype, number_value(a.tensor)));
     }
   }
   if (t.op->first_output_only) {
-    t.notes.push_back("the op returns a tuple: only its first output is compared (auxiliary outputs such as "
-                      "log-sum-exp or RNG state differ by backend).");
+    t.notes.push_back(
+        "the op returns a tuple: only its first output is compared (auxiliary outputs such as "
+        "log-sum-exp or RNG state differ by backend).");
   }
   t.runs_on_cpu = t.op->runs_on_cpu;
   t.cpu_reason = std::string(t.op->cpu_reason);
   for (const auto& a : t.arguments) {
-    if (t.op->family == OpFamily::kGemm && a.kind == ArgumentKind::kTensor && a.tensor.torch_dtype.starts_with("float8")) {
+    if (t.op->family == OpFamily::kGemm && a.kind == ArgumentKind::kTensor &&
+        a.tensor.torch_dtype.starts_with("float8")) {
       t.runs_on_cpu = false;
       t.cpu_reason = "no CPU kernel for float8 matrix multiplication";
     }
@@ -243,7 +283,8 @@ std::string bench_module_text(const ReplayTarget& t, std::string_view trace_name
         if (bounds.tensor[i]) {
           v = py_tensor(a.tensor, *bounds.tensor[i]);
         } else {
-          v = py_tensor(a.tensor, a.tensor.is_integer() ? std::optional<int64_t>(kIntegerHigh) : std::nullopt);
+          v = py_tensor(a.tensor, a.tensor.is_integer() ? std::optional<int64_t>(kIntegerHigh)
+                                                        : std::nullopt);
         }
         break;
       case ArgumentKind::kTensorList: {
@@ -252,20 +293,27 @@ std::string bench_module_text(const ReplayTarget& t, std::string_view trace_name
           int64_t high = -1;  // -1: not an index tensor
           if (j < bounds.element[i].size() && bounds.element[i][j]) high = *bounds.element[i][j];
           if (high < 0 && a.tensors[j].is_integer()) high = kIntegerHigh;
-          e.push_back(py_tensor(a.tensors[j], high >= 0 ? std::optional<int64_t>(high) : std::nullopt));
+          e.push_back(
+              py_tensor(a.tensors[j], high >= 0 ? std::optional<int64_t>(high) : std::nullopt));
         }
         v = fmt::format("[{}]", fmt::join(e, ", "));
         break;
       }
-      case ArgumentKind::kNumber: v = number_value(a.tensor); break;
-      case ArgumentKind::kScalar: v = py_scalar(a.scalar); break;
+      case ArgumentKind::kNumber:
+        v = number_value(a.tensor);
+        break;
+      case ArgumentKind::kScalar:
+        v = py_scalar(a.scalar);
+        break;
       case ArgumentKind::kScalarList: {
         std::vector<std::string> e;
         for (const auto& s : a.list) e.push_back(py_scalar(s));
         v = fmt::format("[{}]", fmt::join(e, ", "));
         break;
       }
-      case ArgumentKind::kNone: v = "None"; break;
+      case ArgumentKind::kNone:
+        v = "None";
+        break;
     }
     const char* kind = to_string(a.kind);
     if (t.op->style == CallStyle::kCopyInto && i == 0) kind = "dst";
@@ -283,7 +331,8 @@ std::string bench_module_text(const ReplayTarget& t, std::string_view trace_name
     case CallStyle::kCopyInto:
       call =
           "    dst = ARGS[0][1]\n"
-          "    out = torch.empty_strided(dst[\"shape\"], dst[\"stride\"], dtype=getattr(torch, dst[\"dtype\"]),\n"
+          "    out = torch.empty_strided(dst[\"shape\"], dst[\"stride\"], dtype=getattr(torch, "
+          "dst[\"dtype\"]),\n"
           "                              device=inputs[0].device)\n"
           "    out.copy_(inputs[0])\n"
           "    return out\n";
@@ -299,7 +348,8 @@ std::string bench_module_text(const ReplayTarget& t, std::string_view trace_name
   for (const auto& n : t.notes) notes += "  - " + n + "\n";
   const std::string domain = t.op->domain == InputDomain::kPositive ? "positive" : "normal";
 
-  return fmt::format(R"PY("""magpie replay: {name} from {trace} (rank {rank} by GPU time).
+  return fmt::format(
+      R"PY("""magpie replay: {name} from {trace} (rank {rank} by GPU time).
 
 Recorded arguments: {described}
 Trace cost: {calls} calls, {total_us:.1f} us of GPU work in all, {mean_us:.2f} us per call
@@ -439,13 +489,13 @@ if __name__ == "__main__":
         if torch.is_tensor(r):
             print("output %d: %s %s on %s" % (i, r.dtype, list(r.shape), r.device))
 )PY",
-                     fmt::arg("name", t.signature.name), fmt::arg("trace", trace_name), fmt::arg("rank", t.rank),
-                     fmt::arg("described", describe_arguments(t.arguments)), fmt::arg("calls", t.cost.calls),
-                     fmt::arg("total_us", static_cast<double>(t.cost.total_ns) / 1e3),
-                     fmt::arg("mean_us", t.cost.mean_ns_per_call() / 1e3),
-                     fmt::arg("notes_head", t.notes.empty() ? "" : "\nAssumptions:"), fmt::arg("notes", notes),
-                     fmt::arg("op", op_name), fmt::arg("first", t.op->first_output_only ? "True" : "False"),
-                     fmt::arg("domain", domain), fmt::arg("args", args), fmt::arg("call", call));
+      fmt::arg("name", t.signature.name), fmt::arg("trace", trace_name), fmt::arg("rank", t.rank),
+      fmt::arg("described", describe_arguments(t.arguments)), fmt::arg("calls", t.cost.calls),
+      fmt::arg("total_us", static_cast<double>(t.cost.total_ns) / 1e3),
+      fmt::arg("mean_us", t.cost.mean_ns_per_call() / 1e3),
+      fmt::arg("notes_head", t.notes.empty() ? "" : "\nAssumptions:"), fmt::arg("notes", notes),
+      fmt::arg("op", op_name), fmt::arg("first", t.op->first_output_only ? "True" : "False"),
+      fmt::arg("domain", domain), fmt::arg("args", args), fmt::arg("call", call));
 }
 
 }  // namespace magpie::replay

@@ -5,9 +5,8 @@
 #include <array>
 #include <charconv>
 #include <cstdlib>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace magpie::replay {
 namespace {
@@ -37,9 +36,7 @@ std::optional<std::vector<int64_t>> int_list(const json& j) {
   return out;
 }
 
-bool is_list_of_lists(const json& j) {
-  return j.is_array() && !j.empty() && j.front().is_array();
-}
+bool is_list_of_lists(const json& j) { return j.is_array() && !j.empty() && j.front().is_array(); }
 
 std::optional<ScalarValue> parse_scalar(std::string_view text) {
   ScalarValue v;
@@ -78,7 +75,9 @@ std::optional<std::vector<ScalarValue>> parse_scalar_list(std::string_view text)
   return out;
 }
 
-std::string join_ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string join_ints(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 bool contiguous(const TensorSpec& t) {
   if (t.strides.empty()) return true;
@@ -91,7 +90,8 @@ bool contiguous(const TensorSpec& t) {
 }
 
 std::string describe(const TensorSpec& t) {
-  std::string s = fmt::format("{}{}", t.torch_dtype.empty() ? t.kineto_dtype : t.torch_dtype, join_ints(t.shape));
+  std::string s = fmt::format("{}{}", t.torch_dtype.empty() ? t.kineto_dtype : t.torch_dtype,
+                              join_ints(t.shape));
   if (!contiguous(t)) s += " strides " + join_ints(t.strides);
   return s;
 }
@@ -100,12 +100,18 @@ std::string describe(const TensorSpec& t) {
 
 const char* to_string(ArgumentKind kind) {
   switch (kind) {
-    case ArgumentKind::kTensor: return "tensor";
-    case ArgumentKind::kNumber: return "number";
-    case ArgumentKind::kScalar: return "scalar";
-    case ArgumentKind::kScalarList: return "list";
-    case ArgumentKind::kTensorList: return "tensors";
-    case ArgumentKind::kNone: return "none";
+    case ArgumentKind::kTensor:
+      return "tensor";
+    case ArgumentKind::kNumber:
+      return "number";
+    case ArgumentKind::kScalar:
+      return "scalar";
+    case ArgumentKind::kScalarList:
+      return "list";
+    case ArgumentKind::kTensorList:
+      return "tensors";
+    case ArgumentKind::kNone:
+      return "none";
   }
   return "none";
 }
@@ -136,7 +142,8 @@ std::string torch_dtype_name(std::string_view t) {
 }
 
 bool TensorSpec::is_floating() const {
-  return torch_dtype.starts_with("float") || torch_dtype.starts_with("bfloat") || torch_dtype.starts_with("complex");
+  return torch_dtype.starts_with("float") || torch_dtype.starts_with("bfloat") ||
+         torch_dtype.starts_with("complex");
 }
 
 bool TensorSpec::is_integer() const {
@@ -166,7 +173,8 @@ ParsedArgs parse_op_arguments(const RecordedArgs& recorded) {
     return out;
   }
   if (dims->size() != types->size()) {
-    out.error = fmt::format("\"Input Dims\" has {} entries, \"Input type\" {}", dims->size(), types->size());
+    out.error = fmt::format("\"Input Dims\" has {} entries, \"Input type\" {}", dims->size(),
+                            types->size());
     return out;
   }
   for (size_t i = 0; i < types->size(); ++i) {
@@ -234,7 +242,8 @@ ParsedArgs parse_op_arguments(const RecordedArgs& recorded) {
       if (sj) {
         if (auto s = int_list(*sj); s && s->size() == shape->size()) a.tensor.strides = *s;
       }
-      a.kind = shape->empty() && is_wrapped_number_dtype(type) ? ArgumentKind::kNumber : ArgumentKind::kTensor;
+      a.kind = shape->empty() && is_wrapped_number_dtype(type) ? ArgumentKind::kNumber
+                                                               : ArgumentKind::kTensor;
     }
     out.arguments.push_back(std::move(a));
   }
@@ -253,7 +262,8 @@ std::optional<std::vector<std::vector<int64_t>>> parse_shape_filter(std::string_
   return out;
 }
 
-bool shapes_match(const std::vector<OpArgument>& arguments, const std::vector<std::vector<int64_t>>& filter) {
+bool shapes_match(const std::vector<OpArgument>& arguments,
+                  const std::vector<std::vector<int64_t>>& filter) {
   size_t k = 0;
   for (const auto& a : arguments) {
     if (k == filter.size()) break;
@@ -272,9 +282,15 @@ std::string describe_arguments(const std::vector<OpArgument>& arguments) {
   std::vector<std::string> parts;
   for (const auto& a : arguments) {
     switch (a.kind) {
-      case ArgumentKind::kTensor: parts.push_back(describe(a.tensor)); break;
-      case ArgumentKind::kNumber: parts.push_back(fmt::format("<{} number>", a.tensor.kineto_dtype)); break;
-      case ArgumentKind::kScalar: parts.push_back(a.scalar.text); break;
+      case ArgumentKind::kTensor:
+        parts.push_back(describe(a.tensor));
+        break;
+      case ArgumentKind::kNumber:
+        parts.push_back(fmt::format("<{} number>", a.tensor.kineto_dtype));
+        break;
+      case ArgumentKind::kScalar:
+        parts.push_back(a.scalar.text);
+        break;
       case ArgumentKind::kScalarList: {
         std::vector<std::string> v;
         for (const auto& s : a.list) v.push_back(s.text);
@@ -287,7 +303,9 @@ std::string describe_arguments(const std::vector<OpArgument>& arguments) {
         parts.push_back(fmt::format("({})", fmt::join(v, ", ")));
         break;
       }
-      case ArgumentKind::kNone: parts.push_back("None"); break;
+      case ArgumentKind::kNone:
+        parts.push_back("None");
+        break;
     }
   }
   return fmt::format("{}", fmt::join(parts, ", "));

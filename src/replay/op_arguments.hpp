@@ -12,9 +12,10 @@
 namespace magpie::replay {
 
 enum class ArgumentKind : uint8_t {
-  kTensor,      // a tensor: shape, strides, dtype
-  kNumber,      // a Python number wrapped as a tensor ("double"/"long int"/"bool" with no dims): value not recorded
-  kScalar,      // "Scalar" with a concrete value (int, float, bool)
+  kTensor,  // a tensor: shape, strides, dtype
+  kNumber,  // a Python number wrapped as a tensor ("double"/"long int"/"bool" with no dims): value
+            // not recorded
+  kScalar,  // "Scalar" with a concrete value (int, float, bool)
   kScalarList,  // "ScalarList" with a concrete value ("[16384, 4096]")
   kTensorList,  // "TensorList": one tensor per element
   kNone,        // "" (None, or a type the profiler does not record: Device, str, ...)
@@ -41,10 +42,10 @@ struct ScalarValue {
 
 struct OpArgument {
   ArgumentKind kind = ArgumentKind::kNone;
-  TensorSpec tensor;                 // kTensor, kNumber (its dtype)
-  std::vector<TensorSpec> tensors;   // kTensorList
-  ScalarValue scalar;                // kScalar
-  std::vector<ScalarValue> list;     // kScalarList
+  TensorSpec tensor;                // kTensor, kNumber (its dtype)
+  std::vector<TensorSpec> tensors;  // kTensorList
+  ScalarValue scalar;               // kScalar
+  std::vector<ScalarValue> list;    // kScalarList
 };
 
 // The raw text of the four args, as the trace holds them (src/trace keeps
@@ -70,7 +71,8 @@ std::optional<std::vector<std::vector<int64_t>>> parse_shape_filter(std::string_
 
 // Whether the op's tensor-argument shapes start with `filter` (one shape per
 // tensor or TensorList argument, in order; a TensorList matches its first element).
-bool shapes_match(const std::vector<OpArgument>& arguments, const std::vector<std::vector<int64_t>>& filter);
+bool shapes_match(const std::vector<OpArgument>& arguments,
+                  const std::vector<std::vector<int64_t>>& filter);
 
 // "bfloat16[16384, 4096], bfloat16[4096, 4096] strides [1, 4096]": short text for notes.
 std::string describe_arguments(const std::vector<OpArgument>& arguments);

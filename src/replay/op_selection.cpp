@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <tuple>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/op_attribution.hpp"
 #include "analysis/perf_model.hpp"
@@ -29,7 +28,8 @@ using SignatureKey = std::tuple<StringId, StringId, StringId, StringId, StringId
 SignatureKey key_of(const trace::Trace& t, size_t row) {
   const uint32_t d = t.events.detail[row];
   if (d == trace::kNoDetail || d >= t.events.op_details.size()) {
-    return {t.events.name[row], trace::kEmptyString, trace::kEmptyString, trace::kEmptyString, trace::kEmptyString};
+    return {t.events.name[row], trace::kEmptyString, trace::kEmptyString, trace::kEmptyString,
+            trace::kEmptyString};
   }
   const auto& od = t.events.op_details[d];
   return {t.events.name[row], od.input_dims, od.input_type, od.input_strides, od.concrete_inputs};
@@ -43,8 +43,9 @@ std::string compact(std::string_view raw) {
 }
 
 OpSignature signature_of(const trace::Trace& t, const SignatureKey& k) {
-  return {std::string(t.str(std::get<0>(k))), compact(t.str(std::get<1>(k))), compact(t.str(std::get<2>(k))),
-          compact(t.str(std::get<3>(k))), compact(t.str(std::get<4>(k)))};
+  return {std::string(t.str(std::get<0>(k))), compact(t.str(std::get<1>(k))),
+          compact(t.str(std::get<2>(k))), compact(t.str(std::get<3>(k))),
+          compact(t.str(std::get<4>(k)))};
 }
 
 RecordedArgs recorded_args(const OpSignature& s) {
@@ -80,7 +81,8 @@ std::string slug_for(int rank, std::string_view name) {
 // Attention (causal masking skips work), embedding and index ops get none.
 void roofline_floor(ReplayTarget& t) {
   const auto f = t.op->family;
-  if (f == OpFamily::kAttention || f == OpFamily::kEmbedding || f == OpFamily::kDataMovement) return;
+  if (f == OpFamily::kAttention || f == OpFamily::kEmbedding || f == OpFamily::kDataMovement)
+    return;
   for (const auto& a : t.arguments) {
     if (a.kind == ArgumentKind::kTensorList) return;
     if (a.kind != ArgumentKind::kTensor) continue;
@@ -89,11 +91,13 @@ void roofline_floor(ReplayTarget& t) {
       if (a.tensor.shape[i] > 1 && a.tensor.strides[i] == 0) return;
       extent += (a.tensor.shape[i] - 1) * a.tensor.strides[i];
     }
-    if (!a.tensor.strides.empty() && a.tensor.numel() > 0 && extent != a.tensor.numel()) return;  // gaps or overlap
+    if (!a.tensor.strides.empty() && a.tensor.numel() > 0 && extent != a.tensor.numel())
+      return;  // gaps or overlap
   }
   auto dims = analysis::parse_input_dims(t.signature.input_dims);
   if (!dims) return;
-  auto cost = analysis::model_for_op(t.signature.name, *dims, analysis::parse_input_types(t.signature.input_type),
+  auto cost = analysis::model_for_op(t.signature.name, *dims,
+                                     analysis::parse_input_types(t.signature.input_type),
                                      t.signature.concrete_inputs);
   if (!cost || cost->bytes <= 0) return;
   t.min_bytes = cost->bytes;
@@ -111,20 +115,28 @@ OpQuery parse_op_query(std::string_view text) {
   const auto bracket = text.find('[');
   if (bracket != std::string_view::npos) {
     if (bracket == 0 || text[bracket - 1] != ':') {
-      throw Error(ErrorKind::kUsage, fmt::format("--op \"{}\": write NAME:SHAPES, e.g. aten::mm:[[16,4096],[4096,4096]]", text));
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format("--op \"{}\": write NAME:SHAPES, e.g. aten::mm:[[16,4096],[4096,4096]]",
+                      text));
     }
     name = text.substr(0, bracket - 1);
     auto shapes = parse_shape_filter(text.substr(bracket));
     if (!shapes) {
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--op \"{}\": SHAPES must be a JSON list of shapes, e.g. [[16,4096],[4096,4096]]", text));
+      throw Error(
+          ErrorKind::kUsage,
+          fmt::format(
+              "--op \"{}\": SHAPES must be a JSON list of shapes, e.g. [[16,4096],[4096,4096]]",
+              text));
     }
     q.shapes = std::move(*shapes);
   }
   if (name.empty() || name.find_first_of(" \t[]") != std::string_view::npos) {
-    throw Error(ErrorKind::kUsage, fmt::format("--op \"{}\": expected an op name such as aten::mm", text));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--op \"{}\": expected an op name such as aten::mm", text));
   }
-  q.name = name.find("::") == std::string_view::npos ? "aten::" + std::string(name) : std::string(name);
+  q.name =
+      name.find("::") == std::string_view::npos ? "aten::" + std::string(name) : std::string(name);
   return q;
 }
 
@@ -138,8 +150,9 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
   if (by_name) {
     std::vector<std::string> names;
     for (const auto& q : request.ops) names.push_back(q.text);
-    out.selection = fmt::format("--op {}{}", fmt::join(names, " --op "),
-                                request.top_k > 0 ? fmt::format(" (top {} signatures each)", request.top_k) : "");
+    out.selection = fmt::format(
+        "--op {}{}", fmt::join(names, " --op "),
+        request.top_k > 0 ? fmt::format(" (top {} signatures each)", request.top_k) : "");
   } else {
     out.selection = fmt::format("top {} ops by GPU time", request.top_k);
   }
@@ -174,7 +187,8 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
 
   analysis::AttributionSources sources{&trace, &links, nullptr, nullptr};
   const auto owners = analysis::attribute_kernels(sources, gpu_rows, [&](analysis::OpRef r) {
-    return ev.category[static_cast<size_t>(r.row)] == Category::kCpuOp && wanted(static_cast<size_t>(r.row));
+    return ev.category[static_cast<size_t>(r.row)] == Category::kCpuOp &&
+           wanted(static_cast<size_t>(r.row));
   });
 
   std::map<SignatureKey, Group> groups;
@@ -203,10 +217,11 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     g.owners.push_back(k.op.row);
   }
   if (out.graph_replayed_kernels > 0) {
-    out.warnings.push_back(fmt::format(
-        "{} GPU events were replayed from CUDA/HIP graphs and are not attributed to ops: record the trace with "
-        "graphs off (e.g. vLLM --enforce-eager) to replay them",
-        out.graph_replayed_kernels));
+    out.warnings.push_back(
+        fmt::format("{} GPU events were replayed from CUDA/HIP graphs and are not attributed to "
+                    "ops: record the trace with "
+                    "graphs off (e.g. vLLM --enforce-eager) to replay them",
+                    out.graph_replayed_kernels));
   }
 
   // A trace without GPU work (a CPU run): rank the innermost replayable ops
@@ -217,7 +232,8 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     for (size_t r = 0; r < ev.size(); ++r) {
       if (ev.category[r] != Category::kCpuOp || !wanted(r)) continue;
       for (int32_t p = links.parent[r]; p >= 0; p = links.parent[static_cast<size_t>(p)]) {
-        if (ev.category[static_cast<size_t>(p)] == Category::kCpuOp && wanted(static_cast<size_t>(p))) {
+        if (ev.category[static_cast<size_t>(p)] == Category::kCpuOp &&
+            wanted(static_cast<size_t>(p))) {
           has_wanted_inside[static_cast<size_t>(p)] = 1;
           break;
         }
@@ -263,7 +279,8 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
   const bool host = out.ranked_by_host_time;
   auto time_of = [host](const Group* g) { return host ? g->cost.cpu_total_ns : g->cost.total_ns; };
   std::ranges::sort(ranked, [&](const Group* a, const Group* b) {
-    return std::tuple(time_of(b), b->cost.calls, a->first_row) < std::tuple(time_of(a), a->cost.calls, b->first_row);
+    return std::tuple(time_of(b), b->cost.calls, a->first_row) <
+           std::tuple(time_of(a), a->cost.calls, b->first_row);
   });
 
   std::vector<Group*> selected;
@@ -281,30 +298,40 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
         for (const auto& [n, t] : leaf_time) top.emplace_back(t, n);
         std::ranges::sort(top, std::greater<>());
         std::vector<std::string> names;
-        for (size_t i = 0; i < top.size() && i < 8; ++i) names.push_back(fmt::format("{} ({})", top[i].second, ms(top[i].first)));
-        throw Error(ErrorKind::kNotFound,
-                    fmt::format("no {} call{} in the trace", q.name,
-                                q.shapes ? " with those shapes" : ""),
-                    trace.path, std::nullopt,
-                    names.empty() ? "check the name (e.g. aten::mm)"
-                                  : fmt::format("ops that launched the most GPU work: {}", fmt::join(names, ", ")));
+        for (size_t i = 0; i < top.size() && i < 8; ++i)
+          names.push_back(fmt::format("{} ({})", top[i].second, ms(top[i].first)));
+        throw Error(
+            ErrorKind::kNotFound,
+            fmt::format("no {} call{} in the trace", q.name, q.shapes ? " with those shapes" : ""),
+            trace.path, std::nullopt,
+            names.empty()
+                ? "check the name (e.g. aten::mm)"
+                : fmt::format("ops that launched the most GPU work: {}", fmt::join(names, ", ")));
       }
     }
-    std::ranges::stable_sort(selected, [](const Group* a, const Group* b) { return a->cost.total_ns > b->cost.total_ns; });
+    std::ranges::stable_sort(selected, [](const Group* a, const Group* b) {
+      return a->cost.total_ns > b->cost.total_ns;
+    });
   } else {
     if (ranked.empty()) {
-      throw Error(ErrorKind::kNoGpuEvents, "no replayable CPU op and no GPU work attributed to one: nothing to rank",
+      throw Error(ErrorKind::kNoGpuEvents,
+                  "no replayable CPU op and no GPU work attributed to one: nothing to rank",
                   trace.path, std::nullopt, "use --op NAME to replay an op by name");
     }
-    if (host) out.selection = fmt::format("top {} ops by host time (the trace has no GPU work)", request.top_k);
-    for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < request.top_k; ++i) selected.push_back(ranked[i]);
+    if (host)
+      out.selection =
+          fmt::format("top {} ops by host time (the trace has no GPU work)", request.top_k);
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < request.top_k; ++i)
+      selected.push_back(ranked[i]);
   }
 
   int rank = 0;
   for (auto* g : selected) {
     ++rank;
     const auto sig = signature_of(trace, g->key);
-    const double share = out.trace_gpu_ns ? static_cast<double>(g->cost.total_ns) / static_cast<double>(out.trace_gpu_ns) : 0;
+    const double share = out.trace_gpu_ns ? static_cast<double>(g->cost.total_ns) /
+                                                static_cast<double>(out.trace_gpu_ns)
+                                          : 0;
     const auto* op = find_op(sig.name);
     std::string reason;
     if (!op) {
@@ -326,7 +353,8 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
           reason = *why;
         } else {
           roofline_floor(t);
-          t.module_text = bench_module_text(t, std::filesystem::path(trace.path).filename().string());
+          t.module_text =
+              bench_module_text(t, std::filesystem::path(trace.path).filename().string());
           out.targets.push_back(std::move(t));
           continue;
         }
@@ -343,10 +371,11 @@ ReplayOutcome run_replay(const ReplayRequest& request) {
   }
   auto trace = trace::load_trace(request.trace_path, request.ingest);
   if (trace.format != trace::TraceFormat::kKineto) {
-    throw Error(ErrorKind::kBadFormat,
-                fmt::format("a {} trace has no CPU ops or recorded shapes", trace::to_string(trace.format)),
-                request.trace_path.string(), std::nullopt,
-                "record a PyTorch profiler trace with record_shapes=True");
+    throw Error(
+        ErrorKind::kBadFormat,
+        fmt::format("a {} trace has no CPU ops or recorded shapes", trace::to_string(trace.format)),
+        request.trace_path.string(), std::nullopt,
+        "record a PyTorch profiler trace with record_shapes=True");
   }
   return plan_replay(trace, request);
 }

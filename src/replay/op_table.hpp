@@ -11,12 +11,22 @@
 
 namespace magpie::replay {
 
-enum class OpFamily : uint8_t { kGemm, kAttention, kNorm, kSoftmax, kElementwise, kReduction, kEmbedding, kDataMovement };
+enum class OpFamily : uint8_t {
+  kGemm,
+  kAttention,
+  kNorm,
+  kSoftmax,
+  kElementwise,
+  kReduction,
+  kEmbedding,
+  kDataMovement
+};
 const char* to_string(OpFamily family);
 
 enum class CallStyle : uint8_t {
   kAten,        // torch.ops.aten.<name> with the recorded arguments (overload chosen by schema)
-  kOutOfPlace,  // in-place op replayed as its out-of-place twin (the harness rejects mutated inputs)
+  kOutOfPlace,  // in-place op replayed as its out-of-place twin (the harness rejects mutated
+                // inputs)
   kCopyInto,    // copy_(dst, src): src copied into a fresh tensor of dst's layout
   kToCopy,      // aten::to(dtype): replayed as _to_copy(dtype=...), what it runs underneath
 };
@@ -45,7 +55,8 @@ struct OpDescriptor {
   bool runs_on_cpu = true;
   std::string_view cpu_reason;  // why not, when !runs_on_cpu
   std::span<const IndexBound> bounds;
-  bool first_output_only = false;  // tuple result: compare the primary output only (auxiliaries differ by backend)
+  bool first_output_only =
+      false;  // tuple result: compare the primary output only (auxiliaries differ by backend)
 };
 
 // The descriptor of a replayable op ("aten::mm" or "mm"), else null.

@@ -50,18 +50,20 @@ struct KernelCost {
 // What the trace says the op cost: the GPU work its calls launched (kernels,
 // copies, sets), attributed as in src/analysis/op_attribution.
 struct OpCost {
-  int64_t calls = 0;               // cpu_op events of this signature
+  int64_t calls = 0;  // cpu_op events of this signature
   int64_t calls_with_gpu_work = 0;
   int64_t kernel_count = 0;
   int64_t total_ns = 0;
-  int64_t cpu_total_ns = 0;        // host time of the calls (their own durations)
-  std::vector<KernelCost> kernels; // most time first
-  double mean_ns_per_call() const { return calls ? static_cast<double>(total_ns) / static_cast<double>(calls) : 0; }
+  int64_t cpu_total_ns = 0;         // host time of the calls (their own durations)
+  std::vector<KernelCost> kernels;  // most time first
+  double mean_ns_per_call() const {
+    return calls ? static_cast<double>(total_ns) / static_cast<double>(calls) : 0;
+  }
 };
 
 struct ReplayTarget {
-  int rank = 0;       // 1 = most GPU time among the selected
-  std::string slug;   // output folder: "01_aten_mm"
+  int rank = 0;      // 1 = most GPU time among the selected
+  std::string slug;  // output folder: "01_aten_mm"
   OpSignature signature;
   const OpDescriptor* op = nullptr;
   std::vector<OpArgument> arguments;
@@ -69,12 +71,13 @@ struct ReplayTarget {
   double share_of_gpu_time = 0;  // total_ns / the trace's GPU time
   bool runs_on_cpu = true;
   std::string cpu_reason;
-  std::vector<std::string> notes;  // assumptions the module makes (TensorList dtype, out-of-place, ...)
+  std::vector<std::string>
+      notes;  // assumptions the module makes (TensorList dtype, out-of-place, ...)
   // Least DRAM traffic and work of one call (src/analysis perf model), for the
   // roofline floor of `magpie compare`; 0 = no floor (see roofline_floor()).
   double min_bytes = 0;
   double min_flops = 0;
-  std::string module_text;         // baseline.py (candidate.py starts as a copy)
+  std::string module_text;  // baseline.py (candidate.py starts as a copy)
 };
 
 struct SkippedOp {
@@ -86,13 +89,13 @@ struct SkippedOp {
 
 struct ReplayOutcome {
   std::string trace_path;
-  std::string selection;            // "top 10 ops by GPU time" | "--op aten::mm"
-  int64_t trace_gpu_ns = 0;         // all GPU work in the trace
-  int64_t unattributed_ns = 0;      // GPU work with no CPU op found
+  std::string selection;        // "top 10 ops by GPU time" | "--op aten::mm"
+  int64_t trace_gpu_ns = 0;     // all GPU work in the trace
+  int64_t unattributed_ns = 0;  // GPU work with no CPU op found
   int64_t graph_replayed_kernels = 0;
   bool ranked_by_host_time = false;  // --top-k on a trace without GPU work (a CPU run)
   std::vector<ReplayTarget> targets;
-  std::vector<SkippedOp> skipped;   // selected but not replayable, each with why
+  std::vector<SkippedOp> skipped;  // selected but not replayable, each with why
   std::vector<std::string> warnings;
 };
 

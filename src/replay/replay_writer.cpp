@@ -16,7 +16,9 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 nlohmann::json cost_json(const OpCost& c) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : c.kernels) {
-    kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_us", us(k.total_ns)},
+    kernels.push_back({{"name", k.name},
+                       {"count", k.count},
+                       {"total_us", us(k.total_ns)},
                        {"mean_us", k.count ? us(k.total_ns) / static_cast<double>(k.count) : 0.0}});
   }
   return {{"calls", c.calls},
@@ -41,12 +43,16 @@ std::string md_cell(std::string s) {
   return s;
 }
 
-std::string short_name(const std::string& s, size_t n = 90) { return s.size() <= n ? s : s.substr(0, n - 1) + "…"; }
+std::string short_name(const std::string& s, size_t n = 90) {
+  return s.size() <= n ? s : s.substr(0, n - 1) + "…";
+}
 
 }  // namespace
 
-std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name, const std::string& working_dir) {
-  std::string dir = working_dir.empty() ? "" : fmt::format("    working_dir: \"{}\"\n", working_dir);
+std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name,
+                              const std::string& working_dir) {
+  std::string dir =
+      working_dir.empty() ? "" : fmt::format("    working_dir: \"{}\"\n", working_dir);
   // The roofline floor: a median below it (× floor_tolerance) is rejected as impossible.
   if (t.min_bytes > 0) dir += fmt::format("    min_bytes: {:.0f}\n", t.min_bytes);
   if (t.min_flops > 0) dir += fmt::format("    min_flops: {:.0f}\n", t.min_flops);
@@ -62,12 +68,14 @@ std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name
       "    bench_target: {{module: baseline, callable: replay, get_inputs: get_inputs}}\n"
       "  - id: candidate\n"
       "    type: pytorch\n{dir}"
-      "    bench_target: {{module: candidate, callable: replay, get_inputs: \"baseline:get_inputs\"}}\n"
+      "    bench_target: {{module: candidate, callable: replay, get_inputs: "
+      "\"baseline:get_inputs\"}}\n"
       "correctness:\n"
       "  seeds: 3\n"
       "performance:\n"
       "  rounds: 5\n",
-      fmt::arg("trace", trace_name), fmt::arg("name", t.signature.name), fmt::arg("rank", t.rank), fmt::arg("dir", dir));
+      fmt::arg("trace", trace_name), fmt::arg("name", t.signature.name), fmt::arg("rank", t.rank),
+      fmt::arg("dir", dir));
 }
 
 nlohmann::json note_json(const ReplayTarget& t) {
@@ -80,7 +88,9 @@ nlohmann::json note_json(const ReplayTarget& t) {
       j["dtype"] = a.tensor.torch_dtype;
     } else if (a.kind == ArgumentKind::kTensorList) {
       j["tensors"] = nlohmann::json::array();
-      for (const auto& e : a.tensors) j["tensors"].push_back({{"shape", e.shape}, {"strides", e.strides}, {"dtype", e.torch_dtype}});
+      for (const auto& e : a.tensors)
+        j["tensors"].push_back(
+            {{"shape", e.shape}, {"strides", e.strides}, {"dtype", e.torch_dtype}});
     } else if (a.kind == ArgumentKind::kScalar) {
       j["value"] = a.scalar.text;
     } else if (a.kind == ArgumentKind::kScalarList) {
@@ -106,19 +116,24 @@ nlohmann::json note_json(const ReplayTarget& t) {
 }
 
 std::string note_markdown(const ReplayTarget& t, std::string_view trace_name) {
-  std::string s = fmt::format("# {} (rank {} by GPU time in {})\n\n", t.signature.name, t.rank, trace_name);
+  std::string s =
+      fmt::format("# {} (rank {} by GPU time in {})\n\n", t.signature.name, t.rank, trace_name);
   s += fmt::format("Arguments: `{}`\n\n", describe_arguments(t.arguments));
   s += "| what the trace says | value |\n| --- | ---: |\n";
-  s += fmt::format("| calls | {} |\n| calls that launched GPU work | {} |\n| GPU events (kernels, copies, sets) | {} |\n",
-                   t.cost.calls, t.cost.calls_with_gpu_work, t.cost.kernel_count);
-  s += fmt::format("| GPU time, total | {:.1f} µs |\n| GPU time per call (mean) | {:.2f} µs |\n", us(t.cost.total_ns),
-                   t.cost.mean_ns_per_call() / 1e3);
-  s += fmt::format("| share of the trace's GPU time | {:.2f}% |\n| host time of the calls | {:.1f} µs |\n\n",
-                   100 * t.share_of_gpu_time, us(t.cost.cpu_total_ns));
+  s += fmt::format(
+      "| calls | {} |\n| calls that launched GPU work | {} |\n| GPU events (kernels, copies, sets) "
+      "| {} |\n",
+      t.cost.calls, t.cost.calls_with_gpu_work, t.cost.kernel_count);
+  s += fmt::format("| GPU time, total | {:.1f} µs |\n| GPU time per call (mean) | {:.2f} µs |\n",
+                   us(t.cost.total_ns), t.cost.mean_ns_per_call() / 1e3);
+  s += fmt::format(
+      "| share of the trace's GPU time | {:.2f}% |\n| host time of the calls | {:.1f} µs |\n\n",
+      100 * t.share_of_gpu_time, us(t.cost.cpu_total_ns));
   if (!t.cost.kernels.empty()) {
     s += "| kernel | count | total µs | mean µs |\n| --- | ---: | ---: | ---: |\n";
     for (const auto& k : t.cost.kernels) {
-      s += fmt::format("| `{}` | {} | {:.1f} | {:.2f} |\n", md_cell(short_name(k.name, 120)), k.count, us(k.total_ns),
+      s += fmt::format("| `{}` | {} | {:.1f} | {:.2f} |\n", md_cell(short_name(k.name, 120)),
+                       k.count, us(k.total_ns),
                        k.count ? us(k.total_ns) / static_cast<double>(k.count) : 0.0);
     }
     s += "\n";
@@ -135,8 +150,11 @@ std::string note_markdown(const ReplayTarget& t, std::string_view trace_name) {
 }
 
 nlohmann::json skipped_json(const SkippedOp& k) {
-  return {{"rank", k.rank}, {"op", k.signature.name}, {"signature", signature_json(k.signature)},
-          {"cost", cost_json(k.cost)}, {"reason", k.reason}};
+  return {{"rank", k.rank},
+          {"op", k.signature.name},
+          {"signature", signature_json(k.signature)},
+          {"cost", cost_json(k.cost)},
+          {"reason", k.reason}};
 }
 
 nlohmann::json outcome_json(const ReplayOutcome& o, const ReplayFiles* files) {
@@ -145,9 +163,12 @@ nlohmann::json outcome_json(const ReplayOutcome& o, const ReplayFiles* files) {
     auto j = note_json(o.targets[i]);
     if (files && i < files->targets.size()) {
       const auto& f = files->targets[i];
-      j["files"] = {{"dir", f.dir.string()},         {"baseline", f.baseline.string()},
-                    {"candidate", f.candidate.string()}, {"compare_yaml", f.compare_yaml.string()},
-                    {"note_md", f.note_md.string()}, {"note_json", f.note_json.string()},
+      j["files"] = {{"dir", f.dir.string()},
+                    {"baseline", f.baseline.string()},
+                    {"candidate", f.candidate.string()},
+                    {"compare_yaml", f.compare_yaml.string()},
+                    {"note_md", f.note_md.string()},
+                    {"note_json", f.note_json.string()},
                     {"candidate_kept", f.candidate_kept}};
     }
     targets.push_back(std::move(j));
@@ -168,29 +189,36 @@ nlohmann::json outcome_json(const ReplayOutcome& o, const ReplayFiles* files) {
 }
 
 std::string summary_markdown(const ReplayOutcome& o) {
-  std::string s = fmt::format("# magpie replay of {}\n\nSelection: {}. GPU time in the trace: {:.1f} µs",
-                              fs::path(o.trace_path).filename().string(), o.selection, us(o.trace_gpu_ns));
-  s += o.unattributed_ns ? fmt::format(" ({:.1f} µs with no CPU op found).\n\n", us(o.unattributed_ns)) : ".\n\n";
+  std::string s =
+      fmt::format("# magpie replay of {}\n\nSelection: {}. GPU time in the trace: {:.1f} µs",
+                  fs::path(o.trace_path).filename().string(), o.selection, us(o.trace_gpu_ns));
+  s += o.unattributed_ns
+           ? fmt::format(" ({:.1f} µs with no CPU op found).\n\n", us(o.unattributed_ns))
+           : ".\n\n";
   s += "| rank | op | arguments | calls | GPU µs | µs/call | share | host µs | replay |\n";
   s += "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
   size_t ti = 0, si = 0;
   while (ti < o.targets.size() || si < o.skipped.size()) {
-    const bool take_target =
-        si >= o.skipped.size() || (ti < o.targets.size() && o.targets[ti].rank < o.skipped[si].rank);
+    const bool take_target = si >= o.skipped.size() ||
+                             (ti < o.targets.size() && o.targets[ti].rank < o.skipped[si].rank);
     if (take_target) {
       const auto& t = o.targets[ti++];
-      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | [{}/]({}/note.md){} |\n", t.rank,
-                       t.signature.name, md_cell(short_name(describe_arguments(t.arguments))), t.cost.calls,
-                       us(t.cost.total_ns), t.cost.mean_ns_per_call() / 1e3, 100 * t.share_of_gpu_time,
-                       us(t.cost.cpu_total_ns), t.slug,
-                       t.slug, t.runs_on_cpu ? "" : " (GPU only)");
+      s += fmt::format(
+          "| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | [{}/]({}/note.md){} |\n",
+          t.rank, t.signature.name, md_cell(short_name(describe_arguments(t.arguments))),
+          t.cost.calls, us(t.cost.total_ns), t.cost.mean_ns_per_call() / 1e3,
+          100 * t.share_of_gpu_time, us(t.cost.cpu_total_ns), t.slug, t.slug,
+          t.runs_on_cpu ? "" : " (GPU only)");
     } else {
       const auto& k = o.skipped[si++];
-      s += fmt::format("| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | not replayed: {} |\n", k.rank,
-                       k.signature.name, md_cell(short_name(k.signature.input_dims)), k.cost.calls, us(k.cost.total_ns),
-                       k.cost.mean_ns_per_call() / 1e3,
-                       o.trace_gpu_ns ? 100.0 * static_cast<double>(k.cost.total_ns) / static_cast<double>(o.trace_gpu_ns) : 0.0,
-                       us(k.cost.cpu_total_ns), md_cell(k.reason));
+      s += fmt::format(
+          "| {} | `{}` | `{}` | {} | {:.1f} | {:.2f} | {:.1f}% | {:.1f} | not replayed: {} |\n",
+          k.rank, k.signature.name, md_cell(short_name(k.signature.input_dims)), k.cost.calls,
+          us(k.cost.total_ns), k.cost.mean_ns_per_call() / 1e3,
+          o.trace_gpu_ns
+              ? 100.0 * static_cast<double>(k.cost.total_ns) / static_cast<double>(o.trace_gpu_ns)
+              : 0.0,
+          us(k.cost.cpu_total_ns), md_cell(k.reason));
     }
   }
   for (const auto& w : o.warnings) s += "\nWarning: " + w + "\n";
@@ -203,7 +231,8 @@ ReplayFiles write_replay(const ReplayOutcome& o, const fs::path& output_dir) {
   std::error_code ec;
   fs::create_directories(output_dir, ec);
   if (ec) {
-    throw Error(ErrorKind::kUnreadable, fmt::format("cannot create the output folder: {}", ec.message()),
+    throw Error(ErrorKind::kUnreadable,
+                fmt::format("cannot create the output folder: {}", ec.message()),
                 output_dir.string(), std::nullopt, "pass a writable -o DIR");
   }
   const std::string trace_name = fs::path(o.trace_path).filename().string();
@@ -213,7 +242,8 @@ ReplayFiles write_replay(const ReplayOutcome& o, const fs::path& output_dir) {
     f.dir = output_dir / t.slug;
     fs::create_directories(f.dir, ec);
     if (ec) {
-      throw Error(ErrorKind::kUnreadable, fmt::format("cannot create a folder: {}", ec.message()), f.dir.string());
+      throw Error(ErrorKind::kUnreadable, fmt::format("cannot create a folder: {}", ec.message()),
+                  f.dir.string());
     }
     f.baseline = f.dir / "baseline.py";
     f.candidate = f.dir / "candidate.py";

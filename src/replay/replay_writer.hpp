@@ -5,11 +5,10 @@
 // note.md and note.json (what the trace says the op cost); and at the top
 // replay.md / replay.json listing every selected op, the skipped ones with why.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "replay/replay.hpp"
 

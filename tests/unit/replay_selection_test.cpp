@@ -2,13 +2,12 @@
 // on a small Kineto trace whose op events carry args copied from real traces
 // (H200 Llama, H100 BERT), and on the real H200 trace when it is present.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "replay/bench_module.hpp"
@@ -89,12 +88,14 @@ TEST(ReplaySelection, TopKRanksOpsByAttributedGpuTimeAndListsTheUnreplayable) {
   EXPECT_DOUBLE_EQ(o.targets[0].cost.mean_ns_per_call(), 45000);
   ASSERT_EQ(o.targets[0].cost.kernels.size(), 1u);
   EXPECT_EQ(o.targets[0].cost.kernels[0].count, 2);
-  // the kernel was launched by _cudnn_attention_forward (not in the table): the replayed op is its parent
+  // the kernel was launched by _cudnn_attention_forward (not in the table): the replayed op is its
+  // parent
   EXPECT_EQ(o.targets[1].signature.name, "aten::_scaled_dot_product_cudnn_attention");
   EXPECT_FALSE(o.targets[1].runs_on_cpu);
   EXPECT_NE(o.targets[1].cpu_reason.find("CUDA"), std::string::npos);
   EXPECT_EQ(o.targets[2].signature.name, "aten::cat");
-  EXPECT_EQ(o.targets[3].signature.name, "aten::index_select");  // embedding's kernel belongs to its leaf
+  EXPECT_EQ(o.targets[3].signature.name,
+            "aten::index_select");  // embedding's kernel belongs to its leaf
   ASSERT_EQ(o.skipped.size(), 2u);
   EXPECT_EQ(o.skipped[0].signature.name, "aten::all");
   EXPECT_EQ(o.skipped[0].rank, 5);
@@ -117,7 +118,8 @@ TEST(ReplaySelection, CpuOnlyTraceRanksInnermostReplayableOpsByHostTime) {
   EXPECT_TRUE(o.ranked_by_host_time);
   EXPECT_EQ(o.trace_gpu_ns, 0);
   ASSERT_EQ(o.targets.size(), 3u);
-  // mm 2 × 70 µs; cuDNN attention 90 µs (sdpa and linear hold a replayable op: not counted twice); cat 20
+  // mm 2 × 70 µs; cuDNN attention 90 µs (sdpa and linear hold a replayable op: not counted twice);
+  // cat 20
   EXPECT_EQ(o.targets[0].signature.name, "aten::mm");
   EXPECT_EQ(o.targets[0].cost.cpu_total_ns, 140000);
   EXPECT_EQ(o.targets[1].signature.name, "aten::_scaled_dot_product_cudnn_attention");
@@ -166,7 +168,8 @@ TEST(ReplayBenchModule, WritesRecordedLayoutsBoundsAndCallStyle) {
   const auto o = plan_replay(load_snippet(), top(10));
   const auto* mm = target_named(o, "aten::mm");
   ASSERT_NE(mm, nullptr);
-  EXPECT_NE(mm->module_text.find(R"(("tensor", dict(shape=[4096, 4096], stride=[1, 4096], dtype="bfloat16")))"),
+  EXPECT_NE(mm->module_text.find(
+                R"(("tensor", dict(shape=[4096, 4096], stride=[1, 4096], dtype="bfloat16")))"),
             std::string::npos)
       << mm->module_text;
   EXPECT_NE(mm->module_text.find("OP = \"mm\""), std::string::npos);
@@ -177,7 +180,8 @@ TEST(ReplayBenchModule, WritesRecordedLayoutsBoundsAndCallStyle) {
   const auto* sel = target_named(o, "aten::index_select");
   ASSERT_NE(sel, nullptr);
   // indices bounded by the indexed dimension of the weight
-  EXPECT_NE(sel->module_text.find(R"(dict(shape=[16], stride=[1], dtype="int64", high=32000))"), std::string::npos)
+  EXPECT_NE(sel->module_text.find(R"(dict(shape=[16], stride=[1], dtype="int64", high=32000))"),
+            std::string::npos)
       << sel->module_text;
   const auto* cat = target_named(o, "aten::cat");
   ASSERT_NE(cat, nullptr);
@@ -193,8 +197,8 @@ TEST(ReplayBenchModule, WritesRecordedLayoutsBoundsAndCallStyle) {
   EXPECT_NE(attn->module_text.find("(\"scalar\", 0.088388347648318447)"), std::string::npos);
 }
 
-ReplayTarget target_for(std::string_view name, std::string_view dims, std::string_view types, std::string_view strides,
-                        std::string_view concrete) {
+ReplayTarget target_for(std::string_view name, std::string_view dims, std::string_view types,
+                        std::string_view strides, std::string_view concrete) {
   ReplayTarget t;
   t.signature.name = std::string(name);
   t.op = find_op(name);
@@ -207,27 +211,30 @@ ReplayTarget target_for(std::string_view name, std::string_view dims, std::strin
 TEST(ReplayBenchModule, InPlaceCopyAndToBecomeCallsThatLeaveInputsAlone) {
   // aten::copy_(float32 dst, bfloat16 src) from the H200 trace
   auto copy = target_for("aten::copy_", "[[16, 1024, 4096], [16, 1024, 4096], []]",
-                         R"(["float", "c10::BFloat16", "Scalar"])", "[[4194304, 4096, 1], [4194304, 4096, 1], []]",
-                         R"(["", "", "False"])");
+                         R"(["float", "c10::BFloat16", "Scalar"])",
+                         "[[4194304, 4096, 1], [4194304, 4096, 1], []]", R"(["", "", "False"])");
   ASSERT_FALSE(prepare_target(copy));
   auto text = bench_module_text(copy, "t.json");
   EXPECT_NE(text.find("(\"dst\", dict(shape=[16, 1024, 4096]"), std::string::npos);
   EXPECT_NE(text.find("out.copy_(inputs[0])"), std::string::npos);
   // aten::to(bf16 → float32): dtype code 6 in the recorded to.device overload
-  auto to = target_for("aten::to", "[[1, 64, 1], [], [], [], [], []]",
-                       R"(["c10::BFloat16", "", "Scalar", "Scalar", "Scalar", ""])",
-                       "[[64, 1, 1], [], [], [], [], []]", R"(["", "", "6", "False", "False", ""])");
+  auto to =
+      target_for("aten::to", "[[1, 64, 1], [], [], [], [], []]",
+                 R"(["c10::BFloat16", "", "Scalar", "Scalar", "Scalar", ""])",
+                 "[[64, 1, 1], [], [], [], [], []]", R"(["", "", "6", "False", "False", ""])");
   ASSERT_FALSE(prepare_target(to));
-  EXPECT_NE(bench_module_text(to, "t.json").find("_to_copy(inputs[0], dtype=torch.float32)"), std::string::npos);
+  EXPECT_NE(bench_module_text(to, "t.json").find("_to_copy(inputs[0], dtype=torch.float32)"),
+            std::string::npos);
   // aten::add_ replays as aten::add
   auto add = target_for("aten::add_", "[[1, 141, 512], [1, 141, 512], []]",
-                        R"(["c10::BFloat16", "c10::BFloat16", "Scalar"])", "[[72192, 512, 1], [72192, 512, 1], []]",
-                        R"(["", "", "1"])");
+                        R"(["c10::BFloat16", "c10::BFloat16", "Scalar"])",
+                        "[[72192, 512, 1], [72192, 512, 1], []]", R"(["", "", "1"])");
   ASSERT_FALSE(prepare_target(add));
   EXPECT_NE(bench_module_text(add, "t.json").find("OP = \"add\""), std::string::npos);
   // a to() that moves devices only has nothing to replay
-  auto move = target_for("aten::to", "[[4], [], [], [], []]", R"(["float", "", "Scalar", "Scalar", ""])",
-                         "[[1], [], [], [], []]", R"(["", "", "False", "False", ""])");
+  auto move =
+      target_for("aten::to", "[[4], [], [], [], []]", R"(["float", "", "Scalar", "Scalar", ""])",
+                 "[[1], [], [], [], []]", R"(["", "", "False", "False", ""])");
   auto why = prepare_target(move);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("device move"), std::string::npos);
@@ -236,12 +243,14 @@ TEST(ReplayBenchModule, InPlaceCopyAndToBecomeCallsThatLeaveInputsAlone) {
 
 TEST(ReplayWriter, WritesEveryFileAndKeepsAnEditedCandidate) {
   const auto o = plan_replay(load_snippet(), top(10));
-  const fs::path dir = fs::temp_directory_path() / ("magpie_replay_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("magpie_replay_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto files = write_replay(o, dir);
   ASSERT_EQ(files.targets.size(), o.targets.size());
   for (const auto& f : files.targets) {
-    for (const auto& p : {f.baseline, f.candidate, f.compare_yaml, f.note_md, f.note_json}) EXPECT_TRUE(fs::exists(p)) << p;
+    for (const auto& p : {f.baseline, f.candidate, f.compare_yaml, f.note_md, f.note_json})
+      EXPECT_TRUE(fs::exists(p)) << p;
   }
   std::ifstream yaml(files.targets[0].compare_yaml);
   std::stringstream ys;
@@ -268,8 +277,10 @@ TEST(ReplayWriter, WritesEveryFileAndKeepsAnEditedCandidate) {
 }
 
 TEST(ReplayRealTrace, H200LlamaTopOpsAreConsistent) {
-  const fs::path path = fs::path(MAGPIE_SHARED_TRACES) / "h200" / "llama_4layer_bs16_prompt1024_decode16.json.gz";
-  if (!fs::exists(path)) GTEST_SKIP() << path << " is absent: no shared trace collection on this machine";
+  const fs::path path =
+      fs::path(MAGPIE_SHARED_TRACES) / "h200" / "llama_4layer_bs16_prompt1024_decode16.json.gz";
+  if (!fs::exists(path))
+    GTEST_SKIP() << path << " is absent: no shared trace collection on this machine";
   ReplayRequest r = top(20);
   r.trace_path = path;
   const auto o = run_replay(r);
