@@ -73,7 +73,10 @@ std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name
       "correctness:\n"
       "  seeds: 3\n"
       "performance:\n"
-      "  rounds: 5\n",
+      "  rounds: 5\n"
+      "latency:\n"
+      "  min_time_s: 0.3   # per round; a replayed op is one call of at most a few ms\n"
+      "  max_time_s: 3\n",
       fmt::arg("trace", trace_name), fmt::arg("name", t.signature.name), fmt::arg("rank", t.rank),
       fmt::arg("dir", dir));
 }
