@@ -20,8 +20,7 @@ void ReplayCommand::register_with(CLI::App& app) {
       "  magpie replay trace.json.gz --top-k 10 -o replay\n"
       "  magpie replay trace.json.gz --op aten::mm:[[16,4096],[4096,4096]]");
   sub_->add_option("trace", trace_, "Kineto trace file (.json or .json.gz)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();  // a missing file is reported by the loader (exit 3, like the other commands)
   sub_->add_option(
       "--op", ops_,
       "Op to replay: NAME (aten::mm, or mm) or NAME:SHAPES with the shapes of its first tensor\n"
