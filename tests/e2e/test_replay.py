@@ -175,3 +175,18 @@ def test_mcp_create_kernel_config_from_trace_op(magpie, engine, tmp_path):
     # the YAML written elsewhere runs: it points at the replay folder
     r, report = compare_no_perf(magpie, engine, config, tmp_path / "cmp")
     assert r.returncode == 0 and report, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_errors_and_unreplayable_ops_are_reported(magpie, tmp_path):
+    def run(*args):
+        return subprocess.run([str(magpie), "replay", *map(str, args)], capture_output=True, text=True, timeout=120)
+    r = run(tmp_path / "nope.json.gz", "--top-k", "3")
+    assert r.returncode == 3 and "nope.json.gz" in r.stderr, r.stderr
+    r = run(BERT, "--op", "aten::nosuch", "-o", tmp_path / "a")
+    assert r.returncode == 3 and "aten::addmm" in r.stderr, r.stderr  # names the ops that do cost time
+    r = run(BERT, "-o", tmp_path / "b")
+    assert r.returncode == 2 and "--op" in r.stderr, r.stderr
+    # a view selected by name is listed with its reason, not dropped
+    out = replay(magpie, BERT, tmp_path / "c", "--op", "aten::transpose", "--top-k", "1")
+    assert not out["targets"] and "a view" in out["skipped"][0]["reason"]
+    assert "a view" in (tmp_path / "c" / "replay.md").read_text()
