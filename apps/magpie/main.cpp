@@ -10,6 +10,7 @@
 #include "command_context.hpp"
 #include "gpu_info_command.hpp"
 #include "mcp_command.hpp"
+#include "replay_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
       "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n"
       "  magpie benchmark vllm -m MODEL --concurrency 1,8 --input-len 1024 --output-len 128\n"
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
-      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n",
+      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
+      "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n",
       "magpie"};
   app.set_version_flag("--version", "magpie 0.1.0");
   app.require_subcommand(0, 1);
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
   analyze.register_with(app);
   magpie::app::ResultsCommand results;
   results.register_with(app);
+  magpie::app::ReplayCommand replay;
+  replay.register_with(app);
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
 
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
     if (results.parsed()) return results.run(verbose);
+    if (replay.parsed()) return replay.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
