@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "command_context.hpp"
+#include "html/html_reports.hpp"
 #include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "jobs/serve_jobs.hpp"
@@ -156,7 +157,7 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
 }
 
 int ServeOptions::run(const std::string& framework, const std::string& output_dir,
-                      bool output_dir_given, bool verbose) const {
+                      bool output_dir_given, bool verbose, bool html) const {
   auto flags = collect(framework, output_dir, output_dir_given);
   bool from_yaml = !config_path_.empty();
   serve::BenchmarkConfig config =
@@ -170,6 +171,11 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   InterruptScope interrupts;
   const jobs::ServingBenchmarkOutcome outcome = jobs::run_serving_benchmark(config, context);
   std::cout << jobs::console_text(outcome);
+  if (html && !outcome.workspace.empty()) {
+    auto path = html::write_page(html::serving_page(outcome.workspace),
+                                 outcome.workspace / "benchmark_report.html");
+    std::cerr << "html report: " << path.string() << "\n";
+  }
   return outcome.success ? 0 : 1;
 }
 
