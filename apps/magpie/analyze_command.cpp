@@ -90,7 +90,9 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
   // Ctrl-C kills the running step's process group; what was measured is reported.
   context.cancel = &interrupt_flag();
   InterruptScope interrupts;
+  auto progress = attach_progress(context);
   const jobs::KernelEvaluationOutcome outcome = jobs::evaluate_kernels(r, context);
+  progress->finish();
   for (const auto& w : outcome.warnings) std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
   std::cerr << jobs::error_text(outcome);

@@ -81,10 +81,9 @@ int BenchmarkCommand::run_gap_analysis(bool verbose) {
   for (const auto& repo : kernel_source_repos_) r.sources.repos.emplace_back(repo);
   r.output_dir = output_dir_;
   jobs::JobContext context = command_context(verbose);
-  if (context.console || verbose) {
-    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
-  }
+  auto progress = attach_progress(context);
   const jobs::GapAnalysisOutcome outcome = jobs::run_gap_analysis(r, context);
+  progress->finish();
   for (const auto& w : jobs::warnings(outcome)) std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
   if (html_) {

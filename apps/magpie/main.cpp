@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+  bool progress_lines = false;
+  app.add_flag("--progress", progress_lines,
+               "Progress lines on stderr even when it is not a terminal (a terminal always gets them)");
   magpie::app::GpuInfoCommand gpu_info;
   gpu_info.register_with(app);
 
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   magpie::app::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
+    magpie::app::set_progress_lines(progress_lines);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

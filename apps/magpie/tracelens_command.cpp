@@ -85,10 +85,9 @@ int TraceLensCommand::run(bool verbose) {
   o.ingest.include_python_functions = include_python_;
   o.ingest.threads = threads_;
   jobs::JobContext context = command_context(verbose);
-  if (context.console || verbose) {
-    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
-  }
+  auto progress = attach_progress(context);
   const jobs::TraceLensOutcome outcome = jobs::run_tracelens(o, context);
+  progress->finish();
   for (const auto& w : outcome.result.warnings) std::cerr << "warning: " << w << "\n";
   for (const auto& e : outcome.result.errors) std::cerr << "error: " << e << "\n";
   std::cout << jobs::console_text(outcome);
