@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
       "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n",
       "magpie"};
-  app.set_version_flag("--version", "magpie 0.1.0");
+  app.set_version_flag("--version", MAGPIE_VERSION_STRING);
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
