@@ -82,6 +82,7 @@ int BenchmarkCommand::run_gap_analysis(bool verbose) {
   r.output_dir = output_dir_;
   jobs::JobContext context = command_context(verbose);
   auto progress = attach_progress(context);
+  attach_ingest_progress(r.ingest, *progress);
   const jobs::GapAnalysisOutcome outcome = jobs::run_gap_analysis(r, context);
   progress->finish();
   for (const auto& w : jobs::warnings(outcome)) std::cerr << "warning: " << w << "\n";

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "kernel/command.hpp"
@@ -44,6 +47,15 @@ std::unique_ptr<ProgressLine> attach_progress(jobs::JobContext& context) {
     context.progress = [p](const jobs::Progress& x) { p->update(x.done, x.total, x.message); };
   }
   return line;
+}
+
+void attach_ingest_progress(trace::IngestOptions& ingest, ProgressLine& line) {
+  if (!line.active()) return;
+  ingest.on_bytes = [p = &line](const std::string& origin, size_t done, size_t total) {
+    p->update(static_cast<double>(done), static_cast<double>(total),
+              fmt::format("reading {}: {:.0f} of {:.0f} MB", std::filesystem::path(origin).filename().string(),
+                          static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6));
+  };
 }
 
 jobs::JobContext command_context(bool verbose) {

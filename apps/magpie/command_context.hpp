@@ -7,6 +7,7 @@
 
 #include "core/progress_line.hpp"
 #include "jobs/job_context.hpp"
+#include "trace/kineto_reader.hpp"
 
 namespace magpie::app {
 
@@ -20,6 +21,8 @@ void set_progress_lines(bool on);
 // with --progress or -v, else off), hooked to `context.progress`. Keep it alive
 // for the job; destroy (or finish()) it before printing the results.
 std::unique_ptr<ProgressLine> attach_progress(jobs::JobContext& context);
+// Bytes parsed while a large trace is read, on the same renderer.
+void attach_ingest_progress(trace::IngestOptions& ingest, ProgressLine& line);
 
 // Set by the first Ctrl-C while an InterruptScope is alive; a second Ctrl-C
 // ends the process at once.

@@ -86,6 +86,7 @@ int TraceLensCommand::run(bool verbose) {
   o.ingest.threads = threads_;
   jobs::JobContext context = command_context(verbose);
   auto progress = attach_progress(context);
+  attach_ingest_progress(o.ingest, *progress);
   const jobs::TraceLensOutcome outcome = jobs::run_tracelens(o, context);
   progress->finish();
   for (const auto& w : outcome.result.warnings) std::cerr << "warning: " << w << "\n";

@@ -100,6 +100,9 @@ void ProgressLine::draw_locked(bool forced) {
   }
   std::string line = format_progress(st);
   if (style_ == ProgressStyle::kTerminal) {
+    // At most ten redraws a second: a fast stream of reports must not flood the terminal.
+    if (!forced && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
     if (static_cast<int>(line.size()) > width_ - 1) line.resize(static_cast<size_t>(width_ - 1));
     out_ << "\r\033[K" << line << std::flush;  // rewrite in place, clearing the rest
   } else {

@@ -71,7 +71,7 @@ class ProgressLine {
   std::string message_, step_;
   double done_ = 0;
   std::optional<double> total_;
-  Clock::time_point step_start_{}, last_line_{};
+  Clock::time_point step_start_{}, last_line_{}, last_draw_{};
   // The first report with a total starts the ETA's clock.
   std::optional<std::pair<Clock::time_point, double>> eta_origin_;
   std::thread ticker_;

@@ -11,7 +11,8 @@ rendered, JavaScript errors and Content-Security-Policy violations go into
 Timing count (0: nothing fetched). A screenshot must not be blank.
 
 Skips, saying why, when chromium is not installed (scripts/install-deps.sh
-installs it). MAGPIE_HTML_SCREENSHOTS=DIR keeps one screenshot per kind there."""
+installs it). MAGPIE_HTML_SCREENSHOTS=DIR keeps the first screenshot of each kind there
+(docs/html_reports/ was made so)."""
 import html.parser
 import os
 import re
@@ -138,7 +139,8 @@ def render(report: Path, tmp: Path, kind: str, min_charts: int) -> BodyAndErrors
     keep = os.environ.get("MAGPIE_HTML_SCREENSHOTS")
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / f"{kind}.png")
+        if not (Path(keep) / f"{kind}.png").exists():  # the first report of each kind
+            shutil.copy(shot, Path(keep) / f"{kind}.png")
     return dom
 
 

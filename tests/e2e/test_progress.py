@@ -5,7 +5,7 @@ and plain lines with --progress (docs/HTML_REPORTS.md has the renderer's rules).
 The work is real: waiting for a server where nothing listens (the wait shows
 the address, the clock and the limit), a serving run against the timed stub
 server (request counts, rate, ETA), a CPU compare (performance rounds) and gap
-analysis of the sample trace (files loaded)."""
+analysis of the sample trace (bytes parsed, files loaded)."""
 import os
 import pty
 import re
@@ -126,9 +126,11 @@ def test_compare_shows_rounds(magpie, tmp_path):
     assert rc == 0 and "performance round" not in err, err
 
 
-def test_gap_analysis_shows_files_loaded(magpie, tmp_path):
+def test_gap_analysis_shows_bytes_and_files(magpie, tmp_path):
     args = [magpie, "benchmark", "--trace-dir", REPO_ROOT / "examples" / "traces"]
     rc, out = run_in_pty(args + ["-o", tmp_path / "a"])
     assert rc == 0 and LIVE in out and "loaded" in out, out[-3000:]
+    # Bytes while the 9 MB of JSON stream through the parser (one report per 1 MB chunk).
+    assert re.search(r"reading llama_\S+\.json\.gz: \d+ of \d+ MB  \[\d+%\]", out), out[-3000:]
     rc, err = run_to_file(args + ["-o", tmp_path / "b"], tmp_path)
     assert rc == 0 and "loaded" not in err and LIVE not in err, err
