@@ -28,7 +28,8 @@ std::string format_progress(const ProgressState& st) {
   if (st.total && *st.total > 0)
     line += fmt::format("  [{:.0f}%]", std::clamp(100.0 * st.done / *st.total, 0.0, 100.0));
   if (st.step_limit_s)
-    line += fmt::format("  {} of {} limit", format_duration(st.step_elapsed_s), format_duration(*st.step_limit_s));
+    line += fmt::format("  {} of {} limit", format_duration(st.step_elapsed_s),
+                        format_duration(*st.step_limit_s));
   else
     line += fmt::format("  {}", format_duration(st.step_elapsed_s));
   if (st.eta_s >= 0) line += fmt::format("  ETA {}", format_duration(st.eta_s));

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 std::string palette(size_t i, double alpha) {
   // Tableau 10: distinct at a glance and for most colour-blind readers.
-  static const int rgb[][3] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},  {118, 183, 178},
+  static const int rgb[][3] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},   {118, 183, 178},
                                {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
                                {156, 117, 95}, {186, 176, 172}};
   const auto& c = rgb[i % 10];
@@ -66,12 +66,13 @@ Chart bar_chart(std::string title, std::string caption, const std::vector<std::s
     value["stacked"] = true;
     category["stacked"] = true;
   }
-  json config = {{"type", "bar"},
-                 {"data", {{"labels", labels}, {"datasets", datasets}}},
-                 {"options",
-                  {{"indexAxis", horizontal ? "y" : "x"},
-                   {"plugins", {{"legend", {{"display", series.size() > 1}}}}},
-                   {"scales", {{horizontal ? "x" : "y", value}, {horizontal ? "y" : "x", category}}}}}};
+  json config = {
+      {"type", "bar"},
+      {"data", {{"labels", labels}, {"datasets", datasets}}},
+      {"options",
+       {{"indexAxis", horizontal ? "y" : "x"},
+        {"plugins", {{"legend", {{"display", series.size() > 1}}}}},
+        {"scales", {{horizontal ? "x" : "y", value}, {horizontal ? "y" : "x", category}}}}}};
   int height = horizontal ? std::clamp(60 + 22 * static_cast<int>(labels.size()), 160, 900) : 320;
   return make(std::move(title), std::move(caption), std::move(config), height);
 }
@@ -150,39 +151,40 @@ Chart interval_chart(std::string title, std::string caption, const std::vector<I
     colours.push_back(verdict_colour(r.verdict));
     reference_line.push_back(reference);
   }
-  json datasets = json::array(
-      {{{"type", "line"},
-        {"label", "estimate"},
-        {"data", points},
-        {"showLine", false},
-        {"pointRadius", 5},
-        {"pointStyle", "rectRot"},
-        {"borderColor", "#1f2328"},
-        {"backgroundColor", "#1f2328"}},
-       {{"type", "bar"},
-        {"label", "confidence interval"},
-        {"data", ranges},
-        {"backgroundColor", colours},
-        {"barPercentage", 0.5}},
-       {{"type", "line"},
-        {"label", fmt::format("no change ({})", reference)},
-        {"data", reference_line},
-        {"pointRadius", 0},
-        {"borderDash", {4, 4}},
-        {"borderColor", "#57606a"}}});
-  json config = {{"type", "bar"},
-                 {"data", {{"labels", labels}, {"datasets", datasets}}},
-                 {"options",
-                  {{"indexAxis", "y"},
-                   {"plugins", {{"legend", {{"display", true}}}}},
-                   {"scales", {{"x", axis(value_axis)}, {"y", {{"ticks", {{"autoSkip", false}}}}}}}}}};
+  json datasets = json::array({{{"type", "line"},
+                                {"label", "estimate"},
+                                {"data", points},
+                                {"showLine", false},
+                                {"pointRadius", 5},
+                                {"pointStyle", "rectRot"},
+                                {"borderColor", "#1f2328"},
+                                {"backgroundColor", "#1f2328"}},
+                               {{"type", "bar"},
+                                {"label", "confidence interval"},
+                                {"data", ranges},
+                                {"backgroundColor", colours},
+                                {"barPercentage", 0.5}},
+                               {{"type", "line"},
+                                {"label", fmt::format("no change ({})", reference)},
+                                {"data", reference_line},
+                                {"pointRadius", 0},
+                                {"borderDash", {4, 4}},
+                                {"borderColor", "#57606a"}}});
+  json config = {
+      {"type", "bar"},
+      {"data", {{"labels", labels}, {"datasets", datasets}}},
+      {"options",
+       {{"indexAxis", "y"},
+        {"plugins", {{"legend", {{"display", true}}}}},
+        {"scales", {{"x", axis(value_axis)}, {"y", {{"ticks", {{"autoSkip", false}}}}}}}}}};
   int height = std::clamp(80 + 28 * static_cast<int>(rows.size()), 180, 900);
   return make(std::move(title), std::move(caption), std::move(config), height);
 }
 
 Chart timeline_chart(std::string title, std::string caption, const std::vector<Span>& spans,
                      std::string first_part, std::string rest_part, std::string time_axis) {
-  json labels = json::array(), first = json::array(), rest = json::array(), rest_colours = json::array();
+  json labels = json::array(), first = json::array(), rest = json::array(),
+       rest_colours = json::array();
   for (const auto& s : spans) {
     labels.push_back(s.label);
     first.push_back(json::array({num(s.start), num(s.first_end)}));
@@ -201,12 +203,13 @@ Chart timeline_chart(std::string title, std::string caption, const std::vector<S
                                 {"grouped", false},
                                 {"barPercentage", 1.0},
                                 {"categoryPercentage", 0.9}}});
-  json config = {{"type", "bar"},
-                 {"data", {{"labels", labels}, {"datasets", datasets}}},
-                 {"options",
-                  {{"indexAxis", "y"},
-                   {"plugins", {{"legend", {{"display", true}}}}},
-                   {"scales", {{"x", axis(time_axis)}, {"y", {{"ticks", {{"autoSkip", true}}}}}}}}}};
+  json config = {
+      {"type", "bar"},
+      {"data", {{"labels", labels}, {"datasets", datasets}}},
+      {"options",
+       {{"indexAxis", "y"},
+        {"plugins", {{"legend", {{"display", true}}}}},
+        {"scales", {{"x", axis(time_axis)}, {"y", {{"ticks", {{"autoSkip", true}}}}}}}}}};
   int height = std::clamp(80 + 6 * static_cast<int>(spans.size()), 200, 900);
   return make(std::move(title), std::move(caption), std::move(config), height);
 }

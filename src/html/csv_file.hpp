@@ -13,7 +13,8 @@ struct CsvFile {
   std::vector<std::vector<std::string>> rows;
   std::optional<size_t> column(std::string_view name) const;
   // The cell as a number; nullopt when the column is missing or the cell is empty/not numeric.
-  std::optional<double> number(const std::vector<std::string>& row, std::string_view column_name) const;
+  std::optional<double> number(const std::vector<std::string>& row,
+                               std::string_view column_name) const;
   std::string text(const std::vector<std::string>& row, std::string_view column_name) const;
 };
 

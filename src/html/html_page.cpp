@@ -9,12 +9,23 @@ std::string escape_html(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -115,8 +126,9 @@ std::string render_page(const Page& page) {
   out.reserve(chart_js_source().size() + 64 * 1024);
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   // Nothing may be fetched: scripts and styles are inline, images data: only.
-  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-         "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
+  out +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
   out += "<meta name=\"generator\" content=\"magpie\">\n";
   out += fmt::format("<title>{}</title>\n<style>{}</style>\n", escape_html(page.title), kStyle);
   out += fmt::format("<!-- {} inlined: Chart.js, MIT licence (docs/HTML_REPORTS.md) -->\n",
@@ -144,7 +156,8 @@ std::string render_page(const Page& page) {
     for (const auto& c : s.charts) {
       std::string id = fmt::format("chart-{}", chart_index++);
       out += fmt::format("<h3>{}</h3>\n", escape_html(c.title));
-      if (!c.caption.empty()) out += fmt::format("<p class=\"caption\">{}</p>\n", escape_html(c.caption));
+      if (!c.caption.empty())
+        out += fmt::format("<p class=\"caption\">{}</p>\n", escape_html(c.caption));
       out += fmt::format(
           "<div class=\"chart\" style=\"height:{}px\"><canvas id=\"{}\" class=\"magpie-chart\" "
           "aria-label=\"{}\"></canvas></div>\n",

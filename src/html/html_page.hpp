@@ -4,12 +4,11 @@
 // Content-Security-Policy forbids every network request, and the page's
 // script records in the DOM which charts were drawn and any JavaScript error
 // (docs/HTML_REPORTS.md: what the headless-Chromium test checks).
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace magpie::html {
 

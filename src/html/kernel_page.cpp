@@ -22,22 +22,32 @@ Page kernel_page(const KernelReportInput& in) {
     page.facts.emplace_back("baseline", evals[in.ranking->baseline].spec.id);
     page.facts.emplace_back("practical-equivalence band",
                             fmt::format("±{:.1f}%", 100 * in.verdict_settings.threshold));
-    page.facts.emplace_back("confidence", fmt::format("{:.0f}%", 100 * in.verdict_settings.confidence));
+    page.facts.emplace_back("confidence",
+                            fmt::format("{:.0f}%", 100 * in.verdict_settings.confidence));
     if (!in.ranking->summary.empty()) page.facts.emplace_back("summary", in.ranking->summary);
   }
 
   Section overview{"Implementations", "", {}, {}};
-  Table t{{"#", "id", "compile", "correctness", "performance", "timing", "median (µs)", "samples", "rank",
-           "speedup vs baseline", "CI", "verdict", "errors"},
+  Table t{{"#", "id", "compile", "correctness", "performance", "timing", "median (µs)", "samples",
+           "rank", "speedup vs baseline", "CI", "verdict", "errors"},
           {}};
   for (const auto& e : evals) {
     auto samples = e.samples_ns();
     std::sort(samples.begin(), samples.end());
-    std::vector<std::string> row = {std::to_string(e.index), e.spec.id, to_string(e.compiling.state),
-                                    to_string(e.correctness.state), to_string(e.performance.state),
-                                    e.timing_source(),
-                                    samples.empty() ? "" : format_number(stats::median_sorted(samples) / 1e3),
-                                    std::to_string(samples.size()), "", "", "", "", ""};
+    std::vector<std::string> row = {
+        std::to_string(e.index),
+        e.spec.id,
+        to_string(e.compiling.state),
+        to_string(e.correctness.state),
+        to_string(e.performance.state),
+        e.timing_source(),
+        samples.empty() ? "" : format_number(stats::median_sorted(samples) / 1e3),
+        std::to_string(samples.size()),
+        "",
+        "",
+        "",
+        "",
+        ""};
     if (in.ranking && e.index < in.ranking->rows.size()) {
       const auto& r = in.ranking->rows[e.index];
       if (r.rank) row[8] = std::to_string(*r.rank);
@@ -70,9 +80,10 @@ Page kernel_page(const KernelReportInput& in) {
       Section s{"Speedup against the baseline", "", {}, {}};
       s.charts.push_back(interval_chart(
           "Speedup = baseline median / candidate median, with its bootstrap CI",
-          fmt::format("> 1: the candidate is faster. SAME when the whole CI lies within ±{:.1f}%; FASTER/"
-                      "SLOWER when it lies beyond; AMBIGUOUS otherwise.",
-                      100 * in.verdict_settings.threshold),
+          fmt::format(
+              "> 1: the candidate is faster. SAME when the whole CI lies within ±{:.1f}%; FASTER/"
+              "SLOWER when it lies beyond; AMBIGUOUS otherwise.",
+              100 * in.verdict_settings.threshold),
           rows, "speedup (×)", 1.0));
       page.sections.push_back(std::move(s));
     }
@@ -98,9 +109,10 @@ Page kernel_page(const KernelReportInput& in) {
   }
   if (!distributions.empty()) {
     Section s{"Latency distribution", "", {}, {}};
-    s.charts.push_back(ecdf_chart("Per-implementation latency (all measured samples)",
-                                  "Curves to the left are faster; a steep curve is a stable kernel.",
-                                  distributions, "latency (µs)"));
+    s.charts.push_back(
+        ecdf_chart("Per-implementation latency (all measured samples)",
+                   "Curves to the left are faster; a steep curve is a stable kernel.",
+                   distributions, "latency (µs)"));
     std::vector<XYSeries> lines;
     for (const auto& m : medians_by_round) {
       XYSeries x{m.label, {}, m.values, {}, true};
@@ -109,15 +121,16 @@ Page kernel_page(const KernelReportInput& in) {
     }
     if (max_rounds > 1)
       s.charts.push_back(xy_chart("Median per round (interleaved rounds)",
-                                  "Drift across rounds shows up here and widens the CIs.", lines, "round",
-                                  "median latency (µs)"));
+                                  "Drift across rounds shows up here and widens the CIs.", lines,
+                                  "round", "median latency (µs)"));
     Table p{{"id", "samples", "min (µs)", "p50 (µs)", "p90 (µs)", "p99 (µs)", "max (µs)"}, {}};
     for (auto& d : distributions) {
       std::sort(d.values.begin(), d.values.end());
       p.rows.push_back({d.label, std::to_string(d.values.size()), format_number(d.values.front()),
                         format_number(stats::percentile_sorted(d.values, 50)),
                         format_number(stats::percentile_sorted(d.values, 90)),
-                        format_number(stats::percentile_sorted(d.values, 99)), format_number(d.values.back())});
+                        format_number(stats::percentile_sorted(d.values, 99)),
+                        format_number(d.values.back())});
     }
     s.tables.push_back(std::move(p));
     page.sections.push_back(std::move(s));

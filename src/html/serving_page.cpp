@@ -65,8 +65,9 @@ ServingReportFile read_report(const fs::path& workspace) {
   try {
     j = json::parse(read_file(path).view());
   } catch (const json::exception& e) {
-    throw Error(ErrorKind::kBadFormat, fmt::format("not a benchmark report: {}", e.what()), path.string(),
-                std::nullopt, "point --html at a workspace written by `magpie benchmark`");
+    throw Error(ErrorKind::kBadFormat, fmt::format("not a benchmark report: {}", e.what()),
+                path.string(), std::nullopt,
+                "point --html at a workspace written by `magpie benchmark`");
   }
   r.framework = text_at(j, "framework");
   r.model = text_at(j, "model");
@@ -84,7 +85,8 @@ ServingReportFile read_report(const fs::path& workspace) {
 }
 
 double tpot_s(const store::ServingRequest& q) {
-  int64_t tokens = q.output_tokens >= 0 ? q.output_tokens : static_cast<int64_t>(q.itl_s.size()) + 1;
+  int64_t tokens =
+      q.output_tokens >= 0 ? q.output_tokens : static_cast<int64_t>(q.itl_s.size()) + 1;
   return tokens > 1 ? (q.e2el_s - q.ttft_s) / static_cast<double>(tokens - 1) : -1.0;
 }
 
@@ -125,16 +127,19 @@ Page serving_page(const fs::path& workspace) {
   Section summary{"Summary per case", "", {}, {}};
   Table t{{"case", "concurrency", "request rate", "req/s", "output tok/s"}, {}};
   for (const auto& m : metrics)
-    for (const char* p : {"p50", "p90", "p99"}) t.columns.push_back(fmt::format("{} {} (ms)", m.name, p));
+    for (const char* p : {"p50", "p90", "p99"})
+      t.columns.push_back(fmt::format("{} {} (ms)", m.name, p));
   std::vector<std::string> case_labels;
   for (size_t i = 0; i < report.cases.size(); ++i) {
     const auto& c = report.cases[i];
     case_labels.push_back(case_name(c.label, i));
-    std::vector<std::string> row = {case_labels.back(), format_number(c.concurrency), c.request_rate,
-                                    format_number(c.request_throughput), format_number(c.output_throughput)};
+    std::vector<std::string> row = {case_labels.back(), format_number(c.concurrency),
+                                    c.request_rate, format_number(c.request_throughput),
+                                    format_number(c.output_throughput)};
     for (const auto& m : metrics)
       for (const char* p : {"p50_ms", "p90_ms", "p99_ms"})
-        row.push_back(c.latency.contains(m.key) ? format_number(number_at(c.latency[m.key], p)) : "");
+        row.push_back(c.latency.contains(m.key) ? format_number(number_at(c.latency[m.key], p))
+                                                : "");
     t.rows.push_back(std::move(row));
   }
   summary.tables.push_back(std::move(t));
@@ -146,8 +151,8 @@ Page serving_page(const fs::path& workspace) {
         s.values.push_back(c.latency.contains(m.key) ? number_at(c.latency[m.key], p) : 0.0);
       pct.push_back(std::move(s));
     }
-    summary.charts.push_back(bar_chart(fmt::format("{} percentiles per case", m.name), "", case_labels, pct,
-                                       fmt::format("{} (ms)", m.name), false));
+    summary.charts.push_back(bar_chart(fmt::format("{} percentiles per case", m.name), "",
+                                       case_labels, pct, fmt::format("{} (ms)", m.name), false));
   }
   page.sections.push_back(std::move(summary));
 
@@ -168,10 +173,12 @@ Page serving_page(const fs::path& workspace) {
         tpot.point_labels.push_back(case_labels[i]);
       }
     }
-    sweep.charts.push_back(xy_chart("Output throughput against median E2EL", "One point per case, in sweep order.",
-                                    {e2el}, "median E2EL (ms)", "output throughput (tok/s)"));
-    sweep.charts.push_back(xy_chart("Output throughput against median TPOT", "One point per case, in sweep order.",
-                                    {tpot}, "median TPOT (ms)", "output throughput (tok/s)"));
+    sweep.charts.push_back(xy_chart("Output throughput against median E2EL",
+                                    "One point per case, in sweep order.", {e2el},
+                                    "median E2EL (ms)", "output throughput (tok/s)"));
+    sweep.charts.push_back(xy_chart("Output throughput against median TPOT",
+                                    "One point per case, in sweep order.", {tpot},
+                                    "median TPOT (ms)", "output throughput (tok/s)"));
     page.sections.push_back(std::move(sweep));
   }
 
@@ -195,9 +202,10 @@ Page serving_page(const fs::path& workspace) {
     }
     const char* how = "Empirical CDF of successful requests; one curve per case.";
     dist.charts.push_back(ecdf_chart("TTFT: time to first token", how, ttft, "TTFT (ms)"));
-    dist.charts.push_back(ecdf_chart("TPOT: time per output token after the first", how, tpot, "TPOT (ms)"));
-    dist.charts.push_back(ecdf_chart("ITL: gaps between streamed chunks", "Every gap of every request, pooled.",
-                                     itl, "ITL (ms)"));
+    dist.charts.push_back(
+        ecdf_chart("TPOT: time per output token after the first", how, tpot, "TPOT (ms)"));
+    dist.charts.push_back(ecdf_chart("ITL: gaps between streamed chunks",
+                                     "Every gap of every request, pooled.", itl, "ITL (ms)"));
     dist.charts.push_back(ecdf_chart("E2EL: request latency end to end", how, e2el, "E2EL (ms)"));
     page.sections.push_back(std::move(dist));
 
@@ -207,15 +215,17 @@ Page serving_page(const fs::path& workspace) {
       std::vector<Span> spans;
       for (size_t k = 0; k < c.requests.size() && k < kTimelineRequests; ++k) {
         const auto& q = c.requests[k];
-        spans.push_back({fmt::format("#{}", k), q.start_s, q.start_s + q.ttft_s, q.start_s + q.e2el_s, q.success});
+        spans.push_back({fmt::format("#{}", k), q.start_s, q.start_s + q.ttft_s,
+                         q.start_s + q.e2el_s, q.success});
       }
-      std::string caption = "Each bar is one request from when it was sent: waiting for the first token, "
-                            "then streaming (red: failed).";
+      std::string caption =
+          "Each bar is one request from when it was sent: waiting for the first token, "
+          "then streaming (red: failed).";
       if (c.requests.size() > kTimelineRequests)
         caption += fmt::format(" First {} of {} requests.", kTimelineRequests, c.requests.size());
       Section s{fmt::format("Request timeline — {}", case_name(c.label, i)), "", {}, {}};
-      s.charts.push_back(
-          timeline_chart("Per-request timeline", caption, spans, "to first token", "streaming", "time since start (s)"));
+      s.charts.push_back(timeline_chart("Per-request timeline", caption, spans, "to first token",
+                                        "streaming", "time since start (s)"));
       page.sections.push_back(std::move(s));
     }
   }

@@ -26,8 +26,12 @@ std::optional<XYSeries> roof_line(const analysis::GpuArch& arch, const std::stri
   auto it = table.find(spec.substr(us + 1));
   if (it == table.end() || arch.mem_bw_tbps <= 0) return std::nullopt;
   const double peak = it->second, ridge = peak / arch.mem_bw_tbps;
-  XYSeries roof{fmt::format("{} roof {} ({} TFLOP/s, {} TB/s)", arch.name, spec, peak, arch.mem_bw_tbps),
-                {}, {}, {}, true};
+  XYSeries roof{
+      fmt::format("{} roof {} ({} TFLOP/s, {} TB/s)", arch.name, spec, peak, arch.mem_bw_tbps),
+      {},
+      {},
+      {},
+      true};
   double lo = std::min(min_ai, ridge) / 2, hi = std::max(max_ai, ridge) * 2;
   for (double x : {lo, ridge, hi}) {
     roof.x.push_back(x);
@@ -36,7 +40,8 @@ std::optional<XYSeries> roof_line(const analysis::GpuArch& arch, const std::stri
   return roof;
 }
 
-void add_roofline(Section& section, const CsvFile& simple, const std::optional<analysis::GpuArch>& arch) {
+void add_roofline(Section& section, const CsvFile& simple,
+                  const std::optional<analysis::GpuArch>& arch) {
   std::map<std::string, XYSeries> by_category;
   std::set<std::string> specs;
   double min_ai = INFINITY, max_ai = 0;
@@ -49,7 +54,8 @@ void add_roofline(Section& section, const CsvFile& simple, const std::optional<a
     s.label = category;
     s.x.push_back(*ai);
     s.y.push_back(*tf);
-    s.point_labels.push_back(simple.text(row, "op_name") + " " + simple.text(row, "param_signature"));
+    s.point_labels.push_back(simple.text(row, "op_name") + " " +
+                             simple.text(row, "param_signature"));
     if (auto spec = simple.text(row, "compute_spec"); !spec.empty()) specs.insert(spec);
     min_ai = std::min(min_ai, *ai);
     max_ai = std::max(max_ai, *ai);
@@ -62,7 +68,8 @@ void add_roofline(Section& section, const CsvFile& simple, const std::optional<a
       if (auto roof = roof_line(*arch, spec, min_ai, max_ai)) series.push_back(std::move(*roof));
   section.charts.push_back(xy_chart(
       "Roofline: modelled ops",
-      arch ? "Each point is an op signature (mean over its calls); lines are the GPU's roofs for the "
+      arch ? "Each point is an op signature (mean over its calls); lines are the GPU's roofs for "
+             "the "
              "compute specs present. Points near a roof are at the hardware limit."
            : "Each point is an op signature (mean over its calls); no GPU arch known, so no roofs.",
       series, "arithmetic intensity (FLOP/byte)", "achieved TFLOP/s", true, true));
@@ -85,8 +92,8 @@ void add_top_kernels(Section& section, const CsvFile& kernels) {
     labels.push_back(n);
     s.values.push_back(v);
   }
-  section.charts.push_back(bar_chart("Top kernels", "Kernel time in the chosen iteration.", labels, {s},
-                                     "kernel time (µs)"));
+  section.charts.push_back(bar_chart("Top kernels", "Kernel time in the chosen iteration.", labels,
+                                     {s}, "kernel time (µs)"));
 }
 
 }  // namespace
@@ -117,7 +124,8 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
     const size_t n = result.stage_results.size();
     for (size_t i = 0; i < n; ++i) {
       const auto& sr = result.stage_results[i];
-      labels.push_back(fmt::format("{} (batch {})", analysis::to_string(sr.stage), sr.pick.batch_size));
+      labels.push_back(
+          fmt::format("{} (batch {})", analysis::to_string(sr.stage), sr.pick.batch_size));
       busy.values.push_back(sr.pick.gpu_busy_us / 1000.0);
       idle.values.push_back(std::max(0.0, sr.pick.gpu_duration_us - sr.pick.gpu_busy_us) / 1000.0);
       if (auto cats = read_csv_file(sr.output_dir / "ops_summary_by_category.csv")) {
@@ -130,8 +138,9 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
         }
       }
     }
-    stages.charts.push_back(bar_chart("GPU time per stage iteration", "Busy = union of GPU activity.",
-                                      labels, {busy, idle}, "time (ms)", true, true));
+    stages.charts.push_back(bar_chart("GPU time per stage iteration",
+                                      "Busy = union of GPU activity.", labels, {busy, idle},
+                                      "time (ms)", true, true));
     if (!by_category.empty()) {
       std::vector<Series> cats;
       for (auto& [k, v] : by_category) {
@@ -141,14 +150,15 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
       stages.charts.push_back(bar_chart("Kernel time by op category per stage", "", labels, cats,
                                         "kernel time (ms)", true, true));
     }
-    Table t{{"stage", "batch", "GPU events", "kernel time", "GPU busy", "ops", "unattributed events",
-             "chosen because"},
+    Table t{{"stage", "batch", "GPU events", "kernel time", "GPU busy", "ops",
+             "unattributed events", "chosen because"},
             {}};
     for (const auto& sr : result.stage_results)
-      t.rows.push_back({std::string(analysis::to_string(sr.stage)), format_number(sr.pick.batch_size),
-                        std::to_string(sr.gpu_events), format_us(sr.kernel_time_us),
-                        format_us(sr.pick.gpu_busy_us), std::to_string(sr.ops),
-                        std::to_string(sr.unattributed_events), sr.pick.selection_reason});
+      t.rows.push_back({std::string(analysis::to_string(sr.stage)),
+                        format_number(sr.pick.batch_size), std::to_string(sr.gpu_events),
+                        format_us(sr.kernel_time_us), format_us(sr.pick.gpu_busy_us),
+                        std::to_string(sr.ops), std::to_string(sr.unattributed_events),
+                        sr.pick.selection_reason});
     stages.tables.push_back(std::move(t));
     page.sections.push_back(std::move(stages));
   }
@@ -156,7 +166,8 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
   for (const auto& sr : result.stage_results) {
     Section s{fmt::format("Stage {}", analysis::to_string(sr.stage)), "", {}, {}};
     if (sr.error) s.text = "writer error: " + *sr.error;
-    if (auto kernels = read_csv_file(sr.output_dir / "kernel_summary.csv")) add_top_kernels(s, *kernels);
+    if (auto kernels = read_csv_file(sr.output_dir / "kernel_summary.csv"))
+      add_top_kernels(s, *kernels);
     if (!sr.simple_summary_file.empty())
       if (auto simple = read_csv_file(sr.simple_summary_file)) add_roofline(s, *simple, arch);
     if (!s.charts.empty() || !s.text.empty()) page.sections.push_back(std::move(s));

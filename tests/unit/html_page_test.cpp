@@ -12,7 +12,8 @@ TEST(HtmlPage, EscapesTextAndKeepsScriptDataInsideItsElement) {
   page.kind = "test";
   page.title = "a <b> & \"c\"";
   Section s{"kernels", "", {}, {}};
-  s.charts.push_back(bar_chart("t", "", {"</script><script>alert(1)</script>"}, {{"v", {1.0}}}, "x"));
+  s.charts.push_back(
+      bar_chart("t", "", {"</script><script>alert(1)</script>"}, {{"v", {1.0}}}, "x"));
   s.tables.push_back({{"name"}, {{"<img src=x>"}}});
   page.sections.push_back(s);
   const std::string html = render_page(page);
