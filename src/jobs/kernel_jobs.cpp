@@ -160,7 +160,8 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
         [&context, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
-          context.report(static_cast<double>(n) + static_cast<double>(step) / static_cast<double>(steps),
+          // Strictly inside (n, n+1): MCP progress must increase past the "performance rounds" report.
+          context.report(static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 1),
                          static_cast<double>(n + 1),
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
         });
