@@ -65,6 +65,7 @@ th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:left;white-space:nowra
 th{background:#f6f8fa}
 .warnings{color:#9a6700;font-size:13px}
 #magpie-errors{color:#cf222e;white-space:pre-wrap}
+.grid2{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:4px 24px}
 )css";
 
 // Draws every chart of the JSON block, then records what happened:
@@ -153,29 +154,36 @@ std::string render_page(const Page& page) {
   for (const auto& s : page.sections) {
     out += fmt::format("<section>\n<h2>{}</h2>\n", escape_html(s.heading));
     if (!s.text.empty()) out += fmt::format("<p>{}</p>\n", escape_html(s.text));
+    auto tables = [&] {
+      for (const auto& t : s.tables) {
+        out += "<table><thead><tr>";
+        for (const auto& col : t.columns) out += fmt::format("<th>{}</th>", escape_html(col));
+        out += "</tr></thead><tbody>\n";
+        for (const auto& row : t.rows) {
+          out += "<tr>";
+          for (const auto& cell : row)
+            out += fmt::format("<td title=\"{0}\">{0}</td>", escape_html(cell));
+          out += "</tr>\n";
+        }
+        out += "</tbody></table>\n";
+      }
+    };
+    if (s.tables_first) tables();
+    if (s.two_columns) out += "<div class=\"grid2\">\n";
     for (const auto& c : s.charts) {
       std::string id = fmt::format("chart-{}", chart_index++);
+      out += "<div>\n";
       out += fmt::format("<h3>{}</h3>\n", escape_html(c.title));
       if (!c.caption.empty())
         out += fmt::format("<p class=\"caption\">{}</p>\n", escape_html(c.caption));
       out += fmt::format(
           "<div class=\"chart\" style=\"height:{}px\"><canvas id=\"{}\" class=\"magpie-chart\" "
-          "aria-label=\"{}\"></canvas></div>\n",
+          "aria-label=\"{}\"></canvas></div>\n</div>\n",
           c.height_px, id, escape_html(c.title));
       specs.push_back({{"id", id}, {"config", c.config}});
     }
-    for (const auto& t : s.tables) {
-      out += "<table><thead><tr>";
-      for (const auto& col : t.columns) out += fmt::format("<th>{}</th>", escape_html(col));
-      out += "</tr></thead><tbody>\n";
-      for (const auto& row : t.rows) {
-        out += "<tr>";
-        for (const auto& cell : row)
-          out += fmt::format("<td title=\"{0}\">{0}</td>", escape_html(cell));
-        out += "</tr>\n";
-      }
-      out += "</tbody></table>\n";
-    }
+    if (s.two_columns) out += "</div>\n";
+    if (!s.tables_first) tables();
     out += "</section>\n";
   }
   out += "</main>\n<script type=\"application/json\" id=\"magpie-charts\">";

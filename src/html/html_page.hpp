@@ -30,6 +30,8 @@ struct Section {
   std::string text;  // plain text (escaped)
   std::vector<Chart> charts;
   std::vector<Table> tables;
+  bool tables_first = false;  // the table is the summary, the charts the detail
+  bool two_columns = false;   // small charts side by side
 };
 
 struct Page {

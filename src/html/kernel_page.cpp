@@ -109,6 +109,7 @@ Page kernel_page(const KernelReportInput& in) {
   }
   if (!distributions.empty()) {
     Section s{"Latency distribution", "", {}, {}};
+    s.two_columns = true;
     s.charts.push_back(
         ecdf_chart("Per-implementation latency (all measured samples)",
                    "Curves to the left are faster; a steep curve is a stable kernel.",

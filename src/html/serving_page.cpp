@@ -125,6 +125,8 @@ Page serving_page(const fs::path& workspace) {
   };
   const Metric metrics[] = {{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"}};
   Section summary{"Summary per case", "", {}, {}};
+  summary.tables_first = true;
+  summary.two_columns = true;
   Table t{{"case", "concurrency", "request rate", "req/s", "output tok/s"}, {}};
   for (const auto& m : metrics)
     for (const char* p : {"p50", "p90", "p99"})
@@ -153,11 +155,13 @@ Page serving_page(const fs::path& workspace) {
     }
     summary.charts.push_back(bar_chart(fmt::format("{} percentiles per case", m.name), "",
                                        case_labels, pct, fmt::format("{} (ms)", m.name), false));
+    summary.charts.back().height_px = 240;
   }
   page.sections.push_back(std::move(summary));
 
   if (report.cases.size() > 1) {
     Section sweep{"Throughput against latency over the sweep", "", {}, {}};
+    sweep.two_columns = true;
     XYSeries e2el{"output tok/s vs median E2EL", {}, {}, {}, true};
     XYSeries tpot{"output tok/s vs median TPOT", {}, {}, {}, true};
     for (size_t i = 0; i < report.cases.size(); ++i) {
@@ -184,6 +188,7 @@ Page serving_page(const fs::path& workspace) {
 
   if (!cases.empty()) {
     Section dist{"Latency distributions (per request)", "", {}, {}};
+    dist.two_columns = true;
     std::vector<Series> ttft, tpot, itl, e2el;
     for (size_t i = 0; i < cases.size(); ++i) {
       const std::string name = case_name(cases[i].label, i);
