@@ -26,10 +26,13 @@ int main(int argc, char** argv) {
       "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
       "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n",
       "magpie"};
-  app.set_version_flag("--version", "magpie 0.1.0");
+  app.set_version_flag("--version", MAGPIE_VERSION_STRING);
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+  bool progress_lines = false;
+  app.add_flag("--progress", progress_lines,
+               "Progress lines on stderr even when it is not a terminal (a terminal always gets them)");
   magpie::app::GpuInfoCommand gpu_info;
   gpu_info.register_with(app);
 
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
   magpie::app::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
+    magpie::app::set_progress_lines(progress_lines);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
