@@ -14,6 +14,7 @@
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
+#include "gpu/environment.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
       "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
       "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n",
       "magpie"};
-  app.set_version_flag("--version", MAGPIE_VERSION_STRING);
+  app.set_version_flag("--version", magpie::gpu::version_string());
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");

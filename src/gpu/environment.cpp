@@ -143,4 +143,13 @@ json environment_json(const EnvironmentSnapshot& s) {
           {"notes", s.notes}};
 }
 
+std::string version_string() {
+  std::string out = std::string("magpie ") + build_info::kVersion;
+  std::string commit = build_info::kCommit;
+  if (!commit.empty() && commit != "unknown") {
+    out += " (git " + commit.substr(0, 12) + (build_info::kDirty ? "+dirty" : "") + ")";
+  }
+  return out;
+}
+
 }  // namespace magpie::gpu

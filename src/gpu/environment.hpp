@@ -62,4 +62,8 @@ EnvironmentSnapshot capture_environment(const EnvironmentRequest& request = {});
 
 nlohmann::json environment_json(const EnvironmentSnapshot& snapshot);
 
+// `magpie --version`: "magpie 0.1.0 (git 1a2b3c4d5e6f)", "+dirty" when the
+// build's tree differed from that commit; from the same build info as reports.
+std::string version_string();
+
 }  // namespace magpie::gpu
