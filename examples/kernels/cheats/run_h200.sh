@@ -23,8 +23,10 @@ run compare -k examples/kernels/cheats/compare.yaml
 python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
 run compare -k examples/kernels/side_stream/compare.yaml
 python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
-run compare -k examples/kernels/softmax/compare.yaml
-python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
+if [ -z "${SKIP_SOFTMAX:-}" ]; then
+  run compare -k examples/kernels/softmax/compare.yaml
+  python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
+fi
 
 if [ -z "${SKIP_TRACES:-}" ]; then
   step "record traces (examples/h200_traces/record_traces.py)"
