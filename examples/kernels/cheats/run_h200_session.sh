@@ -8,7 +8,7 @@ export SKIP_SOFTMAX=1
 OUT=${OUT:-/tmp/session_out}
 timeout 330 bash examples/kernels/cheats/run_h200.sh
 echo "cheats+traces exit=$?"
-TRACE=/tmp/h200_traces/llama_prefill_decode.json.gz
+TRACE=${TRACE:-$PWD/examples/traces/llama_4layer_bs16_prompt1024_decode16.json.gz}
 if [ -f "$TRACE" ]; then
   TRACE=$TRACE TOPK=${TOPK:-10} RANKS="${RANKS:-1 2 3 4 5}" ROUNDS=${ROUNDS:-2} OUT=$OUT/replay \
     timeout ${REPLAY_BUDGET:-230} bash examples/replay/run_h200.sh
