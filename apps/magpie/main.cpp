@@ -10,6 +10,7 @@
 #include "command_context.hpp"
 #include "gpu_info_command.hpp"
 #include "mcp_command.hpp"
+#include "ray_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
@@ -22,12 +23,16 @@ int main(int argc, char** argv) {
       "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n"
       "  magpie benchmark vllm -m MODEL --concurrency 1,8 --input-len 1024 --output-len 128\n"
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
-      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n",
+      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
+      "  magpie -e ray benchmark --trace-dir /shared/traces         # as a job on a Ray cluster\n"
+      "  magpie -e ray -w 4 batch sweep.yaml                        # many runs, one summary table\n",
       "magpie"};
   app.set_version_flag("--version", "magpie 0.1.0");
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+  magpie::app::GlobalOptions global;
+  global.register_with(app);
   magpie::app::GpuInfoCommand gpu_info;
   gpu_info.register_with(app);
 
@@ -41,6 +46,8 @@ int main(int argc, char** argv) {
   results.register_with(app);
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
+  magpie::app::BatchCommand batch;
+  batch.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -61,6 +68,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (auto code = magpie::app::run_on_ray_if_asked(app, global, argc, argv, verbose)) return *code;
+    benchmark.set_globals(global.environment, global.docker_image);
+    if (batch.parsed()) return batch.run(global, verbose);
     if (benchmark.parsed()) return benchmark.run(verbose);
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);

