@@ -114,13 +114,20 @@ std::optional<int64_t> opt_int(const json& j, const char* key) {
   return it->get<int64_t>();
 }
 
+// Ray sends null for fields that do not apply yet (job_id, message, end_time).
+std::string opt_string(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 JobInfo job_from_json(const json& j) {
   JobInfo info;
-  info.submission_id = j.value("submission_id", j.value("job_id", ""));
-  if (j.contains("status") && j["status"].is_string()) info.status = parse_job_status(j["status"]);
-  if (j.contains("message") && j["message"].is_string()) info.message = j["message"];
-  if (j.contains("error_type") && j["error_type"].is_string()) info.error_type = j["error_type"];
-  if (j.contains("entrypoint") && j["entrypoint"].is_string()) info.entrypoint = j["entrypoint"];
+  info.submission_id = opt_string(j, "submission_id");
+  if (info.submission_id.empty()) info.submission_id = opt_string(j, "job_id");
+  info.status = parse_job_status(opt_string(j, "status"));
+  info.message = opt_string(j, "message");
+  info.error_type = opt_string(j, "error_type");
+  info.entrypoint = opt_string(j, "entrypoint");
   if (j.contains("metadata") && j["metadata"].is_object())
     for (const auto& [k, v] : j["metadata"].items())
       info.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
@@ -177,7 +184,7 @@ std::string JobsClient::ray_version() const {
                 r.status == 401 || r.status == 403
                     ? "the dashboard wants credentials: set ray_config.headers (e.g. Authorization)"
                     : "is this a Ray dashboard (default port 8265)?");
-  return parse_body(*this, r, "/api/version").value("ray_version", "");
+  return opt_string(parse_body(*this, r, "/api/version"), "ray_version");
 }
 
 std::string JobsClient::submit(const JobSubmission& job) const {
@@ -197,7 +204,8 @@ std::string JobsClient::submit(const JobSubmission& job) const {
     throw Error(ErrorKind::kRejected,
                 fmt::format("Ray at {} refused the job (HTTP {}): {}", address_.url(), r.status, r.body.substr(0, 2000)),
                 "", std::nullopt, "check ray_config (resources, env_vars, working_dir) against the cluster");
-  return parse_body(*this, r, "the submission").value("submission_id", job.submission_id);
+  std::string id = opt_string(parse_body(*this, r, "the submission"), "submission_id");
+  return id.empty() ? job.submission_id : id;
 }
 
 JobInfo JobsClient::info(const std::string& id) const {
@@ -215,7 +223,7 @@ std::string JobsClient::logs(const std::string& id) const {
   Response r = request("GET", "/api/jobs/" + id + "/logs");
   if (r.status != 200)
     throw Error(ErrorKind::kNotFound, fmt::format("Ray at {}: no logs for job '{}' (HTTP {})", address_.url(), id, r.status));
-  return parse_body(*this, r, "the logs").value("logs", "");
+  return opt_string(parse_body(*this, r, "the logs"), "logs");
 }
 
 bool JobsClient::stop(const std::string& id) const {
@@ -225,7 +233,8 @@ bool JobsClient::stop(const std::string& id) const {
   if (r.status != 200)
     throw Error(ErrorKind::kRejected, fmt::format("Ray at {}: stop '{}': HTTP {}: {}", address_.url(), id, r.status,
                                                   r.body.substr(0, 500)));
-  return parse_body(*this, r, "the stop").value("stopped", false);
+  json j = parse_body(*this, r, "the stop");
+  return j.contains("stopped") && j["stopped"].is_boolean() && j["stopped"].get<bool>();
 }
 
 std::vector<JobInfo> JobsClient::list() const {
@@ -284,7 +293,7 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       } catch (const Error&) {
       }
       throw Error(ErrorKind::kRejected,
-                  fmt::format("Ray job {} waited {:.0f} s in PENDING at {} and was stopped: {}{}", id,
+                  fmt::format("Ray job {} waited {:.0f} s in PENDING at {}; Magpie asked Ray to stop it: {}{}", id,
                               o.pending_timeout_s, client.address().url(), info.message,
                               resources.empty() ? "" : "\ncluster: " + resources),
                   "", std::nullopt,
