@@ -15,7 +15,7 @@ void GlobalOptions::register_with(CLI::App& app) {
                  "Where work runs: local, docker (= container) or ray (a Ray cluster: RAY_ADDRESS or ray_config)")
       ->check(CLI::IsMember({"local", "docker", "container", "ray"}));
   app.add_option("-w,--workers", workers, "Runs at once (magpie batch; default 1 here, all at once on Ray)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
   app.add_option("--docker-image", docker_image, "Image for docker-mode serving benchmarks");
 }
 
@@ -72,7 +72,7 @@ void BatchCommand::register_with(CLI::App& app) {
   sub_->add_option("files", files_, "Batch files or benchmark YAML files")->required()->check(CLI::ExistingFile);
   sub_->add_option("-o,--output-dir", output_dir_, "Each run writes to DIR/<name>; the summary to DIR")
       ->capture_default_str();
-  sub_->add_option("--parallel", parallel_, "Runs at once (as the global -w)")->check(CLI::PositiveNumber);
+  sub_->add_option("--parallel", parallel_, "Runs at once (as the global -w)")->check(CLI::Range(size_t{1}, size_t{4096}));
   sub_->add_flag("--detach", detach_, "Ray: submit every run and return (follow with ray_task_status)");
 }
 

@@ -221,3 +221,25 @@ def test_batch_runs_locally_with_workers(magpie, tmp_path):
     runs = json.loads((out / "batch_summary.json").read_text())["runs"]
     assert [run["status"] for run in runs] == ["SUCCEEDED", "SUCCEEDED"], runs
     assert (out / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
+
+
+def test_global_flags_say_what_they_apply_to(magpie, tmp_path):
+    r = subprocess.run([str(magpie), "-e", "ray", "mcp"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "does not apply to `magpie mcp`" in r.stderr, r.stderr
+    r = subprocess.run([str(magpie), "-e", "cloud", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "local,docker,container,ray" in r.stderr, r.stderr
+    r = subprocess.run([str(magpie), "-w", "0", "batch", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--workers" in r.stderr, r.stderr
+    # -e local runs here even when the YAML says ray, and says how to submit instead.
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n  model: m\n  run_mode: ray\n"
+                   "  ray_config: {cluster_address: auto, shared_storge_path: /x}\n")
+    r = subprocess.run([str(magpie), "-e", "local", "benchmark", "-b", str(cfg)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode != 0 and "run_mode ray is a Ray job" in r.stderr, r.stderr
+    # Without -e local it is submitted: to a dead address here, so exit 7 and the misspelt key named.
+    r = subprocess.run([str(magpie), "benchmark", "-b", str(cfg)], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, RAY_ADDRESS=f"http://127.0.0.1:{free_port()}"))
+    assert r.returncode == 7, r.stderr
+    assert "shared_storage_path" in r.stderr and "unreachable" in r.stderr, r.stderr
