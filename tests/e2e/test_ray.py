@@ -243,3 +243,18 @@ def test_global_flags_say_what_they_apply_to(magpie, tmp_path):
                        env=dict(os.environ, RAY_ADDRESS=f"http://127.0.0.1:{free_port()}"))
     assert r.returncode == 7, r.stderr
     assert "shared_storage_path" in r.stderr and "unreachable" in r.stderr, r.stderr
+
+
+def test_global_container_environment_and_docker_image_reach_the_serving_run(magpie, tmp_path):
+    """`-e container` (= docker) and the global --docker-image override the YAML's run_mode local. No
+    container starts here (no daemon, or an image that cannot be pulled): the report records the launch."""
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n  model: m\n  run_mode: local\n"
+                   "  server_lifecycle: {server_ready_timeout_s: 5}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "-e", "container", "--docker-image", "example.invalid/magpie-probe:1",
+                        "benchmark", "-b", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")))
+    assert r.returncode == 1, r.stdout + r.stderr  # nothing served
+    report = json.loads(next(out.glob("benchmark_vllm_*/benchmark_report.json")).read_text())
+    assert report["server"]["mode"] == "docker" and report["server"]["image"] == "example.invalid/magpie-probe:1"
