@@ -258,3 +258,48 @@ def test_global_container_environment_and_docker_image_reach_the_serving_run(mag
     assert r.returncode == 1, r.stdout + r.stderr  # nothing served
     report = json.loads(next(out.glob("benchmark_vllm_*/benchmark_report.json")).read_text())
     assert report["server"]["mode"] == "docker" and report["server"]["image"] == "example.invalid/magpie-probe:1"
+
+
+def test_missing_shared_storage_is_refused_before_submitting(magpie, env, tmp_path, head):
+    cfg = tmp_path / "ray.yaml"
+    cfg.write_text(f"ray_config:\n  shared_storage_path: {tmp_path / 'not-mounted'}\n")
+    before = len(jobs(head))
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "not-mounted" in r.stderr and "shared storage" in r.stderr, r.stderr
+    assert len(jobs(head)) == before
+
+
+def test_job_that_succeeds_without_results_is_an_error(magpie, env, tmp_path):
+    # A node whose "magpie" does nothing (ray_config.magpie_command): Ray says SUCCEEDED, no report appears.
+    cfg, _ = ray_config(tmp_path, magpie_command="true")
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "never appeared" in r.stdout, r.stdout
+
+
+def test_killed_worker_fails_the_job_and_keeps_partial_results(magpie, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    marker = f"{free_port()}.5"
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "analyze", str(kernel), "--type", "pytorch",
+                          "--no-perf", "--testcase", f"sleep {marker}", "-o", str(tmp_path / "out")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    sleepers = _pids_running(f"sleep {marker}")
+    assert sleepers, "the job's testcase never started"
+    # The node's magpie (the sleep's parent) dies as if its worker were lost.
+    node_magpie = int(Path(f"/proc/{sleepers[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert "magpie" in Path(f"/proc/{node_magpie}/cmdline").read_bytes().decode(errors="replace")
+    os.kill(node_magpie, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 137, out + err  # the node's status, as its shell reports a SIGKILL
+    assert "FAILED" in out and "(exit 137)" in out and "Results:" in out, out
+    # What the node wrote before dying (the analyze workspace) came back.
+    assert any((tmp_path / "out").iterdir()), out
+    for pid in _pids_running(f"sleep {marker}"):  # the orphaned testcase, ours to end
+        os.kill(pid, signal.SIGKILL)
