@@ -9,12 +9,15 @@
 namespace magpie::app {
 
 void GlobalOptions::register_with(CLI::App& app) {
-  app.add_option("-c,--config", config_path, "Config YAML; its ray_config: applies to every command")
+  app.add_option("-c,--config", config_path,
+                 "Config YAML; its ray_config: applies to every command")
       ->check(CLI::ExistingFile);
   app.add_option("-e,--environment", environment,
-                 "Where work runs: local, docker (= container) or ray (a Ray cluster: RAY_ADDRESS or ray_config)")
+                 "Where work runs: local, docker (= container) or ray (a Ray cluster: RAY_ADDRESS "
+                 "or ray_config)")
       ->check(CLI::IsMember({"local", "docker", "container", "ray"}));
-  app.add_option("-w,--workers", workers, "Runs at once (magpie batch; default 1 here, all at once on Ray)")
+  app.add_option("-w,--workers", workers,
+                 "Runs at once (magpie batch; default 1 here, all at once on Ray)")
       ->check(CLI::Range(size_t{1}, size_t{4096}));
   app.add_option("--docker-image", docker_image, "Image for docker-mode serving benchmarks");
 }
@@ -33,15 +36,16 @@ std::optional<ray::RayConfig> batch_cluster(const GlobalOptions& global) {
   if (global.environment != "ray") return std::nullopt;
   std::vector<std::string> warnings;
   ray::RayConfig cluster;
-  if (!global.config_path.empty()) cluster = jobs::ray_config_from_file(global.config_path, warnings);
+  if (!global.config_path.empty())
+    cluster = jobs::ray_config_from_file(global.config_path, warnings);
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   return cluster;
 }
 
 }  // namespace
 
-std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions& global, int argc, char** argv,
-                                       bool verbose) {
+std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions& global, int argc,
+                                       char** argv, bool verbose) {
   auto subs = app.get_subcommands();
   if (subs.empty()) return std::nullopt;
   jobs::DispatchInput in;
@@ -54,10 +58,12 @@ std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions&
   for (++i; i < argc; ++i) in.arguments.emplace_back(argv[i]);
   std::optional<jobs::RayJobRequest> request = jobs::plan_ray_job(in);
   if (!request) return std::nullopt;
+  for (const auto& w : request->warnings) std::cerr << "warning: " << w << "\n";
   InterruptScope interrupts;
   jobs::RayJobOutcome outcome = jobs::run_ray_job(*request, cli_context(verbose));
   // What the command printed on the node, then where its results are.
-  if (!outcome.logs.empty() && outcome.status == ray::JobStatus::kSucceeded) std::cout << outcome.logs;
+  if (!outcome.logs.empty() && outcome.status == ray::JobStatus::kSucceeded)
+    std::cout << outcome.logs;
   std::cout << jobs::console_text(outcome);
   return jobs::exit_code_of(outcome);
 }
@@ -65,15 +71,23 @@ std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions&
 void BatchCommand::register_with(CLI::App& app) {
   sub_ = app.add_subcommand(
       "batch",
-      "Run many benchmark configs (and other magpie commands) as separate runs, here or on a Ray cluster (-e ray),\n"
-      "and write one summary table (batch_summary.json/.csv). Each FILE is a benchmark YAML, or a list:\n"
+      "Run many benchmark configs (and other magpie commands) as separate runs, here or on a Ray "
+      "cluster (-e ray),\n"
+      "and write one summary table (batch_summary.json/.csv). Each FILE is a benchmark YAML, or a "
+      "list:\n"
       "  batch: [bench_a.yaml, {name: gap, command: [benchmark, --trace-dir, traces]}]\n"
-      "A failed run is reported with its log tail while the others go on; Ctrl-C stops the submitted jobs.");
-  sub_->add_option("files", files_, "Batch files or benchmark YAML files")->required()->check(CLI::ExistingFile);
-  sub_->add_option("-o,--output-dir", output_dir_, "Each run writes to DIR/<name>; the summary to DIR")
+      "A failed run is reported with its log tail while the others go on; Ctrl-C stops the "
+      "submitted jobs.");
+  sub_->add_option("files", files_, "Batch files or benchmark YAML files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub_->add_option("-o,--output-dir", output_dir_,
+                   "Each run writes to DIR/<name>; the summary to DIR")
       ->capture_default_str();
-  sub_->add_option("--parallel", parallel_, "Runs at once (as the global -w)")->check(CLI::Range(size_t{1}, size_t{4096}));
-  sub_->add_flag("--detach", detach_, "Ray: submit every run and return (follow with ray_task_status)");
+  sub_->add_option("--parallel", parallel_, "Runs at once (as the global -w)")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
+  sub_->add_flag("--detach", detach_,
+                 "Ray: submit every run and return (follow with ray_task_status)");
 }
 
 int BatchCommand::run(const GlobalOptions& global, bool verbose) {

@@ -20,8 +20,8 @@ struct GlobalOptions {
 // When the parsed subcommand is to run on Ray (-e ray, run_mode ray, a kernel
 // YAML with ray_config), submits it, waits, prints, and returns the exit
 // code; nullopt = run it here.
-std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions& global, int argc, char** argv,
-                                       bool verbose);
+std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions& global, int argc,
+                                       char** argv, bool verbose);
 
 class BatchCommand {
  public:

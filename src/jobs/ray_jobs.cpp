@@ -1,6 +1,7 @@
 #include "jobs/ray_jobs.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
@@ -12,7 +13,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -37,8 +37,10 @@ void write_text_file(const fs::path& path, const std::string& text) {
 }
 
 std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+          std::string::npos)
     return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -72,8 +74,9 @@ std::string make_submission_id(const std::string& label) {
   std::tm tm{};
   gmtime_r(&t, &tm);
   std::random_device rd;
-  return fmt::format("magpie-{}-{:04}{:02}{:02}-{:02}{:02}{:02}-{:06x}", clean.substr(0, 40), tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffffff);
+  return fmt::format("magpie-{}-{:04}{:02}{:02}-{:02}{:02}{:02}-{:06x}", clean.substr(0, 40),
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     rd() & 0xffffff);
 }
 
 bool is_output_flag(const std::string& a) { return a == "-o" || a == "--output-dir"; }
@@ -101,7 +104,8 @@ std::string take_output_dir(std::vector<std::string>& args) {
 // The job runs in another working directory: arguments naming existing
 // files or folders here are made absolute (the node sees them through shared
 // storage or, on a loopback cluster, as they are).
-std::vector<std::string> absolute_paths(const std::vector<std::string>& args, const fs::path& base) {
+std::vector<std::string> absolute_paths(const std::vector<std::string>& args,
+                                        const fs::path& base) {
   std::vector<std::string> out;
   auto fix = [&](const std::string& v) {
     if (v.empty() || v[0] == '/' || v[0] == '-') return v;
@@ -121,7 +125,8 @@ std::vector<std::string> absolute_paths(const std::vector<std::string>& args, co
   return out;
 }
 
-std::optional<std::string> value_of(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
+std::optional<std::string> value_of(const std::vector<std::string>& args,
+                                    std::initializer_list<const char*> names) {
   for (size_t i = 0; i < args.size(); ++i)
     for (const char* n : names) {
       if (args[i] == n && i + 1 < args.size()) return args[i + 1];
@@ -147,7 +152,8 @@ std::string scalar_or(const YAML::Node& n, const std::string& fallback) {
 ray::JobsClient client_for(const ray::RayConfig& cluster) {
   ray::ClientOptions o;
   o.headers = cluster.headers;
-  o.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(cluster.connect_timeout_s * 1000));
+  o.connect_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(cluster.connect_timeout_s * 1000));
   return ray::JobsClient(ray::resolve_cluster_address(cluster.cluster_address), o);
 }
 
@@ -160,23 +166,28 @@ void check_shared_storage(const ray::RayConfig& cluster) {
   fs::path root = cluster.shared_storage_path;
   std::error_code ec;
   if (!fs::is_directory(root, ec))
-    throw Error(ErrorKind::kNotFound, "shared storage is missing here", root.string(), std::nullopt,
-                "mount it (at the same path as on the Ray nodes) or fix ray_config.shared_storage_path");
+    throw Error(
+        ErrorKind::kNotFound, "shared storage is missing here", root.string(), std::nullopt,
+        "mount it (at the same path as on the Ray nodes) or fix ray_config.shared_storage_path");
   fs::path probe = root / fmt::format(".magpie-write-probe-{}", ::getpid());
   std::ofstream f(probe);
   if (!f)
-    throw Error(ErrorKind::kUnreadable, "shared storage is read-only here", root.string(), std::nullopt,
-                "jobs write their results there: mount it read-write or pick another ray_config.shared_storage_path");
+    throw Error(ErrorKind::kUnreadable, "shared storage is read-only here", root.string(),
+                std::nullopt,
+                "jobs write their results there: mount it read-write or pick another "
+                "ray_config.shared_storage_path");
   f.close();
   fs::remove(probe, ec);
 }
 
 // Files under `dir` (relative), newest runs included, sorted.
-std::vector<std::string> list_files(const fs::path& dir, std::optional<fs::file_time_type> since = std::nullopt) {
+std::vector<std::string> list_files(const fs::path& dir,
+                                    std::optional<fs::file_time_type> since = std::nullopt) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file(ec)) continue;
     if (since && it->last_write_time(ec) < *since) continue;
@@ -193,7 +204,8 @@ void fill_from_info(RayJobOutcome& out, const ray::JobInfo& info) {
   out.metadata = info.metadata;
   if (info.start_time_ms && info.end_time_ms)
     out.wall_seconds = static_cast<double>(*info.end_time_ms - *info.start_time_ms) / 1000.0;
-  if (auto it = info.metadata.find("magpie_output_dir"); it != info.metadata.end()) out.remote_output_dir = it->second;
+  if (auto it = info.metadata.find("magpie_output_dir"); it != info.metadata.end())
+    out.remote_output_dir = it->second;
   if (auto it = info.metadata.find("magpie_local_output_dir"); it != info.metadata.end())
     out.local_output_dir = it->second;
 }
@@ -205,10 +217,12 @@ void gather(RayJobOutcome& out, const ray::RayConfig& cluster, const ray::Cluste
   if (out.remote_output_dir.empty()) return;
   if (!cluster.shared_storage_path.empty()) {
     if (!fs::is_directory(out.remote_output_dir, ec)) {
-      out.where_results_are = fmt::format("the job wrote nothing to {}", out.remote_output_dir.string());
+      out.where_results_are =
+          fmt::format("the job wrote nothing to {}", out.remote_output_dir.string());
       return;
     }
-    if (out.local_output_dir.empty() || fs::equivalent(out.local_output_dir, out.remote_output_dir, ec)) {
+    if (out.local_output_dir.empty() ||
+        fs::equivalent(out.local_output_dir, out.remote_output_dir, ec)) {
       out.local_output_dir = out.remote_output_dir;
     } else {
       fs::create_directories(out.local_output_dir, ec);
@@ -216,8 +230,10 @@ void gather(RayJobOutcome& out, const ray::RayConfig& cluster, const ray::Cluste
                fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
       if (ec)
         throw Error(ErrorKind::kUnreadable,
-                    fmt::format("cannot copy the job's results from {}: {}", out.remote_output_dir.string(), ec.message()),
-                    out.local_output_dir.string(), std::nullopt, "check the output folder's permissions and free space");
+                    fmt::format("cannot copy the job's results from {}: {}",
+                                out.remote_output_dir.string(), ec.message()),
+                    out.local_output_dir.string(), std::nullopt,
+                    "check the output folder's permissions and free space");
     }
     out.files = list_files(out.remote_output_dir);
     out.collected = true;
@@ -229,9 +245,10 @@ void gather(RayJobOutcome& out, const ray::RayConfig& cluster, const ray::Cluste
     out.collected = true;
     return;
   }
-  out.where_results_are =
-      fmt::format("on the node that ran the job, under {} (set ray_config.shared_storage_path to gather them here)",
-                  out.remote_output_dir.string());
+  out.where_results_are = fmt::format(
+      "on the node that ran the job, under {} (set ray_config.shared_storage_path to gather them "
+      "here)",
+      out.remote_output_dir.string());
 }
 
 void add_log(RayJobOutcome& out, const ray::JobsClient& client) {
@@ -249,7 +266,8 @@ ray::RayConfig ray_config_from_file(const fs::path& path, std::vector<std::strin
   YAML::Node root = load_yaml(path, text);
   YAML::Node node;
   if (root && root.IsMap()) {
-    if (root["ray_config"]) node = root["ray_config"];
+    if (root["ray_config"])
+      node = root["ray_config"];
     else if (root["benchmark"] && root["benchmark"].IsMap() && root["benchmark"]["ray_config"])
       node = root["benchmark"]["ray_config"];
   }
@@ -265,12 +283,15 @@ std::string magpie_command_for(const ray::RayConfig& cluster, const ray::Cluster
 
 std::optional<RayJobRequest> plan_ray_job(const DispatchInput& in) {
   static const std::set<std::string> kWork = {"benchmark", "tracelens", "analyze", "compare"};
-  const bool forced_local = in.environment == "local" || in.environment == "docker" || in.environment == "container";
+  const bool forced_local =
+      in.environment == "local" || in.environment == "docker" || in.environment == "container";
   bool want_ray = in.environment == "ray";
   if (!kWork.count(in.subcommand)) {
     if (want_ray && in.subcommand != "batch")
-      throw Error(ErrorKind::kUsage, fmt::format("`-e ray` does not apply to `magpie {}`", in.subcommand), "",
-                  std::nullopt, "it runs benchmark, tracelens, analyze, compare and batch on a Ray cluster");
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("`-e ray` does not apply to `magpie {}`", in.subcommand), "",
+                  std::nullopt,
+                  "it runs benchmark, tracelens, analyze, compare and batch on a Ray cluster");
     return std::nullopt;
   }
   std::vector<std::string> warnings;
@@ -292,7 +313,8 @@ std::optional<RayJobRequest> plan_ray_job(const DispatchInput& in) {
         if (bm["ray_config"]) cluster = ray::parse_ray_config(bm["ray_config"], *b, warnings);
       }
     }
-    if (auto m = value_of(args, {"--run-mode"}); m && *m == "ray") want_ray = serving_ray_mode = true;
+    if (auto m = value_of(args, {"--run-mode"}); m && *m == "ray")
+      want_ray = serving_ray_mode = true;
   } else if (in.subcommand == "analyze" || in.subcommand == "compare") {
     if (auto k = value_of(args, {"-k", "--kernel-config"})) {
       YAML::Node root = load_yaml(*k, config_text);
@@ -302,14 +324,15 @@ std::optional<RayJobRequest> plan_ray_job(const DispatchInput& in) {
           want_ray = true;
           cluster = ray::parse_ray_config(root["ray_config"], *k, warnings);
         }
-        if (root["scheduler"] && root["scheduler"].IsMap() && scalar_or(root["scheduler"]["environment"], "") == "ray")
+        if (root["scheduler"] && root["scheduler"].IsMap() &&
+            scalar_or(root["scheduler"]["environment"], "") == "ray")
           want_ray = true;
       }
     }
   }
   if (forced_local || !want_ray) return std::nullopt;
-  for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   RayJobRequest r;
+  r.warnings = std::move(warnings);
   r.cluster = cluster;
   r.label = in.subcommand;
   r.local_output_dir = take_output_dir(args);
@@ -349,8 +372,10 @@ RayJobOutcome submit_ray_job(const RayJobRequest& req, const JobContext& context
                               ? out.local_output_dir
                               : job_folder(req.cluster, out.submission_id) / "output";
   std::error_code ec;
-  if (!req.cluster.shared_storage_path.empty()) fs::create_directories(out.remote_output_dir, ec);
-  else if (address.loopback()) fs::create_directories(out.local_output_dir, ec);
+  if (!req.cluster.shared_storage_path.empty())
+    fs::create_directories(out.remote_output_dir, ec);
+  else if (address.loopback())
+    fs::create_directories(out.local_output_dir, ec);
 
   std::vector<std::string> entry = req.magpie_args;
   entry.push_back("-o");
@@ -375,24 +400,30 @@ RayJobOutcome submit_ray_job(const RayJobRequest& req, const JobContext& context
                   {"magpie_local_output_dir", out.local_output_dir.string()},
                   {"magpie_version", "0.1.0"}};
   if (!req.config_origin.empty()) job.metadata["magpie_config"] = req.config_origin;
-  if (req.cluster.num_nodes) job.metadata["magpie_num_nodes"] = std::to_string(*req.cluster.num_nodes);
-  if (req.cluster.gpus_per_node) job.metadata["magpie_gpus_per_node"] = std::to_string(*req.cluster.gpus_per_node);
+  if (req.cluster.num_nodes)
+    job.metadata["magpie_num_nodes"] = std::to_string(*req.cluster.num_nodes);
+  if (req.cluster.gpus_per_node)
+    job.metadata["magpie_gpus_per_node"] = std::to_string(*req.cluster.gpus_per_node);
   if (!req.cluster.shared_storage_path.empty()) {
     // The record of what was asked, beside the results.
-    json record = {{"submission_id", out.submission_id}, {"cluster", address.url()}, {"ray_version", version},
-                   {"entrypoint", job.entrypoint}, {"metadata", job.metadata}, {"config_hash", hash}};
-    write_text_file(job_folder(req.cluster, out.submission_id) / "request.json", record.dump(2) + "\n");
+    json record = {
+        {"submission_id", out.submission_id}, {"cluster", address.url()}, {"ray_version", version},
+        {"entrypoint", job.entrypoint},       {"metadata", job.metadata}, {"config_hash", hash}};
+    write_text_file(job_folder(req.cluster, out.submission_id) / "request.json",
+                    record.dump(2) + "\n");
     write_text_file(job_folder(req.cluster, out.submission_id) / "config.txt", req.config_text);
   }
   client.submit(job);
   out.status = JobStatus::kPending;
   out.metadata = job.metadata;
   context.report(0, std::nullopt,
-                 fmt::format("Ray job {} submitted to {} (Ray {})", out.submission_id, address.url(), version));
+                 fmt::format("Ray job {} submitted to {} (Ray {})", out.submission_id,
+                             address.url(), version));
   return out;
 }
 
-RayJobOutcome finish_ray_job(const RayJobRequest& req, RayJobOutcome out, const JobContext& context) {
+RayJobOutcome finish_ray_job(const RayJobRequest& req, RayJobOutcome out,
+                             const JobContext& context) {
   const ray::JobsClient client = client_for(req.cluster);
   const auto since = fs::file_time_type::clock::now() - std::chrono::seconds(2);
   ray::WaitOptions wait;
@@ -400,15 +431,14 @@ RayJobOutcome finish_ray_job(const RayJobRequest& req, RayJobOutcome out, const 
   wait.timeout_s = req.cluster.job_timeout_s;
   wait.cancel = context.cancel;
   wait.on_change = [&](const ray::JobInfo& info) {
-    context.report(0, std::nullopt, fmt::format("Ray job {}: {}", out.submission_id, ray::to_string(info.status)));
+    context.report(0, std::nullopt,
+                   fmt::format("Ray job {}: {}", out.submission_id, ray::to_string(info.status)));
   };
   ray::JobInfo info = ray::wait_for_job(client, out.submission_id, wait);
   if (!ray::terminal(info.status)) {  // cancelled here: stop it there
     context.report(0, std::nullopt, fmt::format("Ray job {}: stopping", out.submission_id));
     try {
       client.stop(out.submission_id);
-      ray::WaitOptions settle;
-      settle.timeout_s = 0;
       for (int i = 0; i < 100 && !ray::terminal(info.status); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         info = client.info(out.submission_id);
@@ -437,7 +467,8 @@ RayJobOutcome run_ray_job(const RayJobRequest& req, const JobContext& context) {
   return finish_ray_job(req, std::move(submitted), context);
 }
 
-RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& id, size_t log_lines) {
+RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& id,
+                             size_t log_lines) {
   const ray::JobsClient client = client_for(cluster);
   RayJobOutcome out;
   out.submission_id = id;
@@ -451,7 +482,8 @@ RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& i
   return out;
 }
 
-RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& id, const fs::path& local_output_dir) {
+RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& id,
+                             const fs::path& local_output_dir) {
   const ray::JobsClient client = client_for(cluster);
   RayJobOutcome out;
   out.submission_id = id;
@@ -502,29 +534,38 @@ std::vector<RayJobOutcome> list_ray_jobs(const ray::RayConfig& cluster, bool mag
 
 int exit_code_of(const RayJobOutcome& o) {
   switch (o.status) {
-    case JobStatus::kSucceeded: return o.collected && o.files.empty() ? 1 : 0;
-    case JobStatus::kFailed: return o.exit_code && *o.exit_code > 0 ? *o.exit_code : 1;
-    case JobStatus::kStopped: return exit_code_for(ErrorKind::kCancelled);
-    default: return 0;  // submitted and detached
+    case JobStatus::kSucceeded:
+      return o.collected && o.files.empty() ? 1 : 0;
+    case JobStatus::kFailed:
+      return o.exit_code && *o.exit_code > 0 ? *o.exit_code : 1;
+    case JobStatus::kStopped:
+      return exit_code_for(ErrorKind::kCancelled);
+    default:
+      return 0;  // submitted and detached
   }
 }
 
 std::string console_text(const RayJobOutcome& o) {
   std::string s;
-  s += fmt::format("Ray job {} at {}: {}", o.submission_id, o.cluster_url, ray::to_string(o.status));
+  s +=
+      fmt::format("Ray job {} at {}: {}", o.submission_id, o.cluster_url, ray::to_string(o.status));
   if (o.wall_seconds > 0) s += fmt::format(" in {:.1f} s", o.wall_seconds);
   if (o.status == JobStatus::kFailed && o.exit_code) s += fmt::format(" (exit {})", *o.exit_code);
   s += "\n";
   if (o.status == JobStatus::kFailed || o.status == JobStatus::kStopped) {
     if (!o.message.empty()) s += fmt::format("Ray: {}\n", ray::last_lines(o.message, 1));
-    if (!o.logs_tail.empty()) s += "last log lines:\n" + o.logs_tail + (o.logs_tail.back() == '\n' ? "" : "\n");
+    if (!o.logs_tail.empty())
+      s += "last log lines:\n" + o.logs_tail + (o.logs_tail.back() == '\n' ? "" : "\n");
   }
   if (o.collected)
     s += fmt::format("Results: {} ({} files{})\n", o.local_output_dir.string(), o.files.size(),
-                     o.remote_output_dir != o.local_output_dir ? " gathered from " + o.remote_output_dir.string() : "");
+                     o.remote_output_dir != o.local_output_dir
+                         ? " gathered from " + o.remote_output_dir.string()
+                         : "");
   if (!o.where_results_are.empty()) s += "Results: " + o.where_results_are + "\n";
   if (o.status == JobStatus::kPending || o.status == JobStatus::kRunning)
-    s += fmt::format("follow it with: ray job logs --address {} -f {}\n", o.cluster_url, o.submission_id);
+    s += fmt::format("follow it with: ray job logs --address {} -f {}\n", o.cluster_url,
+                     o.submission_id);
   return s;
 }
 
@@ -566,8 +607,10 @@ std::vector<BatchEntry> load_batch_entries(const std::vector<std::string>& files
     }
     YAML::Node list = root.IsMap() ? root["batch"] : root;
     if (!list || !list.IsSequence())
-      throw Error(ErrorKind::kUsage, "not a batch file: expected `batch:` with a list, or a benchmark YAML", file,
-                  std::nullopt, "write batch: [bench_a.yaml, {name: gap, command: [benchmark, --trace-dir, traces]}]");
+      throw Error(
+          ErrorKind::kUsage, "not a batch file: expected `batch:` with a list, or a benchmark YAML",
+          file, std::nullopt,
+          "write batch: [bench_a.yaml, {name: gap, command: [benchmark, --trace-dir, traces]}]");
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node& item = list[i];
       if (item.IsScalar()) {
@@ -586,12 +629,16 @@ std::vector<BatchEntry> load_batch_entries(const std::vector<std::string>& files
         e.config_text = join(e.magpie_args);
         add(std::move(e));
       } else {
-        throw Error(ErrorKind::kUsage, fmt::format("batch[{}]: expected a config path, {{config: PATH}} or "
-                                                   "{{name: N, command: [ARGS]}}", i), file);
+        throw Error(ErrorKind::kUsage,
+                    fmt::format("batch[{}]: expected a config path, {{config: PATH}} or "
+                                "{{name: N, command: [ARGS]}}",
+                                i),
+                    file);
       }
     }
   }
-  if (out.empty()) throw Error(ErrorKind::kRejected, "the batch has no runs", files.empty() ? "" : files.front());
+  if (out.empty())
+    throw Error(ErrorKind::kRejected, "the batch has no runs", files.empty() ? "" : files.front());
   return out;
 }
 
@@ -600,7 +647,8 @@ namespace {
 // A benchmark entry whose YAML says run_mode ray needs the node's mode.
 std::vector<std::string> node_args(const BatchEntry& e, const ray::RayConfig* cluster) {
   std::vector<std::string> args = e.magpie_args;
-  if (!args.empty() && args[0] == "benchmark" && !value_of(args, {"--trace-dir"}) && !value_of(args, {"--run-mode"})) {
+  if (!args.empty() && args[0] == "benchmark" && !value_of(args, {"--trace-dir"}) &&
+      !value_of(args, {"--run-mode"})) {
     if (auto b = value_of(args, {"-b", "--benchmark-config"})) {
       std::string text;
       YAML::Node root = load_yaml(*b, text);
@@ -614,7 +662,8 @@ std::vector<std::string> node_args(const BatchEntry& e, const ray::RayConfig* cl
   return args;
 }
 
-BatchRunResult run_local_entry(const BatchEntry& e, const fs::path& out_dir, const JobContext& context) {
+BatchRunResult run_local_entry(const BatchEntry& e, const fs::path& out_dir,
+                               const JobContext& context) {
   BatchRunResult r;
   r.name = e.name;
   r.output_dir = fs::absolute(out_dir / e.name);
@@ -636,12 +685,14 @@ BatchRunResult run_local_entry(const BatchEntry& e, const fs::path& out_dir, con
   } else {
     r.status = p.cancelled ? "STOPPED" : "FAILED";
     if (p.cancelled) r.exit_code = exit_code_for(ErrorKind::kCancelled);
-    r.error = fmt::format("{}; log {}:\n{}", p.describe(), spec.log_path.string(), kernel::log_tail(spec.log_path, 1500));
+    r.error = fmt::format("{}; log {}:\n{}", p.describe(), spec.log_path.string(),
+                          kernel::log_tail(spec.log_path, 1500));
   }
   return r;
 }
 
-BatchRunResult run_ray_entry(const BatchEntry& e, const BatchRequest& req, const JobContext& context) {
+BatchRunResult run_ray_entry(const BatchEntry& e, const BatchRequest& req,
+                             const JobContext& context) {
   BatchRunResult r;
   r.name = e.name;
   RayJobRequest job;
@@ -666,7 +717,8 @@ BatchRunResult run_ray_entry(const BatchEntry& e, const BatchRequest& req, const
   if (r.exit_code != 0) {
     if (o.status == JobStatus::kSucceeded) r.status = "FAILED";
     r.error = ray::last_lines(o.message, 1);
-    if (!o.where_results_are.empty()) r.error += (r.error.empty() ? "" : "; ") + o.where_results_are;
+    if (!o.where_results_are.empty())
+      r.error += (r.error.empty() ? "" : "; ") + o.where_results_are;
     if (!o.logs_tail.empty()) r.error += "\n" + ray::last_lines(o.logs_tail, 10);
   }
   return r;
@@ -676,17 +728,22 @@ void write_summary(BatchOutcome& out, const fs::path& dir) {
   json runs = json::array();
   std::string csv = "name,status,exit_code,wall_seconds,submission_id,output_dir\n";
   for (const auto& r : out.runs) {
-    runs.push_back({{"name", r.name}, {"status", r.status}, {"exit_code", r.exit_code},
-                    {"wall_seconds", r.wall_seconds}, {"submission_id", r.submission_id},
-                    {"output_dir", r.output_dir.string()}, {"error", r.error}});
-    csv += fmt::format("{},{},{},{:.2f},{},{}\n", r.name, r.status, r.exit_code, r.wall_seconds, r.submission_id,
-                       r.output_dir.string());
+    runs.push_back({{"name", r.name},
+                    {"status", r.status},
+                    {"exit_code", r.exit_code},
+                    {"wall_seconds", r.wall_seconds},
+                    {"submission_id", r.submission_id},
+                    {"output_dir", r.output_dir.string()},
+                    {"error", r.error}});
+    csv += fmt::format("{},{},{},{:.2f},{},{}\n", r.name, r.status, r.exit_code, r.wall_seconds,
+                       r.submission_id, r.output_dir.string());
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
   out.summary_json = dir / "batch_summary.json";
   out.summary_csv = dir / "batch_summary.csv";
-  write_text_file(out.summary_json, json({{"runs", runs}, {"all_succeeded", out.all_succeeded()}}).dump(2) + "\n");
+  write_text_file(out.summary_json,
+                  json({{"runs", runs}, {"all_succeeded", out.all_succeeded()}}).dump(2) + "\n");
   write_text_file(out.summary_csv, csv);
 }
 
@@ -720,7 +777,8 @@ BatchOutcome run_batch(const BatchRequest& req, const JobContext& context) {
         r.error = "not started: the batch was cancelled";
       } else {
         try {
-          r = req.ray ? run_ray_entry(e, req, context) : run_local_entry(e, req.output_dir, context);
+          r = req.ray ? run_ray_entry(e, req, context)
+                      : run_local_entry(e, req.output_dir, context);
         } catch (const Error& err) {
           r.name = e.name;
           r.status = "ERROR";
@@ -731,8 +789,9 @@ BatchOutcome run_batch(const BatchRequest& req, const JobContext& context) {
       std::lock_guard<std::mutex> lock(mu);
       out.runs[i] = std::move(r);
       ++finished;
-      context.report(static_cast<double>(finished), static_cast<double>(n),
-                     fmt::format("batch: {} {} ({}/{})", out.runs[i].name, out.runs[i].status, finished, n));
+      context.report(
+          static_cast<double>(finished), static_cast<double>(n),
+          fmt::format("batch: {} {} ({}/{})", out.runs[i].name, out.runs[i].status, finished, n));
     }
   };
   std::vector<std::thread> threads;
@@ -745,10 +804,12 @@ BatchOutcome run_batch(const BatchRequest& req, const JobContext& context) {
 std::string console_text(const BatchOutcome& out) {
   size_t w = 4;
   for (const auto& r : out.runs) w = std::max(w, r.name.size());
-  std::string s = fmt::format("{:<{}}  {:<9}  {:>4}  {:>9}  {}\n", "name", w, "status", "exit", "time (s)", "output");
+  std::string s = fmt::format("{:<{}}  {:<9}  {:>4}  {:>9}  {}\n", "name", w, "status", "exit",
+                              "time (s)", "output");
   for (const auto& r : out.runs) {
-    s += fmt::format("{:<{}}  {:<9}  {:>4}  {:>9.1f}  {}{}\n", r.name, w, r.status, r.exit_code, r.wall_seconds,
-                     r.output_dir.string(), r.submission_id.empty() ? "" : "  [" + r.submission_id + "]");
+    s += fmt::format("{:<{}}  {:<9}  {:>4}  {:>9.1f}  {}{}\n", r.name, w, r.status, r.exit_code,
+                     r.wall_seconds, r.output_dir.string(),
+                     r.submission_id.empty() ? "" : "  [" + r.submission_id + "]");
   }
   for (const auto& r : out.runs)
     if (!r.error.empty()) s += fmt::format("\n{} {}: {}\n", r.name, r.status, r.error);

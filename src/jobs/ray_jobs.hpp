@@ -31,27 +31,29 @@ struct DispatchInput {
 // One Ray job that runs a magpie command.
 struct RayJobRequest {
   ray::RayConfig cluster;
-  std::string label;                        // the subcommand, or a batch entry's name
-  std::vector<std::string> magpie_args;     // subcommand and arguments, paths absolute, no -o
-  std::filesystem::path local_output_dir;   // where the results end up here
-  std::string config_text;                  // the config the job runs (hashed into the metadata)
-  std::string config_origin;                // its file, for messages
-  bool detach = false;                      // submit and return without waiting
+  std::string label;                       // the subcommand, or a batch entry's name
+  std::vector<std::string> magpie_args;    // subcommand and arguments, paths absolute, no -o
+  std::filesystem::path local_output_dir;  // where the results end up here
+  std::string config_text;                 // the config the job runs (hashed into the metadata)
+  std::string config_origin;               // its file, for messages
+  bool detach = false;                     // submit and return without waiting
+  std::vector<std::string> warnings;       // unknown ray_config keys, for the caller to print
 };
 
 struct RayJobOutcome {
   std::string submission_id;
   std::string cluster_url;
   ray::JobStatus status = ray::JobStatus::kUnknown;
-  std::string message;                     // Ray's words
-  std::optional<int> exit_code;            // the magpie command's exit status on the node
-  std::string logs_tail;                   // the job's last log lines
-  std::string logs;                        // the whole log (what the command printed)
-  std::filesystem::path remote_output_dir;  // where the job wrote (shared storage, or the node's disk)
-  std::filesystem::path local_output_dir;   // where the files are here once gathered
-  std::vector<std::string> files;           // gathered files, relative to local_output_dir
+  std::string message;           // Ray's words
+  std::optional<int> exit_code;  // the magpie command's exit status on the node
+  std::string logs_tail;         // the job's last log lines
+  std::string logs;              // the whole log (what the command printed)
+  std::filesystem::path
+      remote_output_dir;  // where the job wrote (shared storage, or the node's disk)
+  std::filesystem::path local_output_dir;  // where the files are here once gathered
+  std::vector<std::string> files;          // gathered files, relative to local_output_dir
   bool collected = false;
-  std::string where_results_are;            // when not gathered: where to look
+  std::string where_results_are;  // when not gathered: where to look
   std::map<std::string, std::string> metadata;
   double wall_seconds = 0;
 };
@@ -68,10 +70,12 @@ std::optional<RayJobRequest> plan_ray_job(const DispatchInput& input);
 RayJobOutcome run_ray_job(const RayJobRequest& request, const JobContext& context);
 RayJobOutcome submit_ray_job(const RayJobRequest& request, const JobContext& context);
 // Waits for a submitted job and gathers its results.
-RayJobOutcome finish_ray_job(const RayJobRequest& request, RayJobOutcome submitted, const JobContext& context);
+RayJobOutcome finish_ray_job(const RayJobRequest& request, RayJobOutcome submitted,
+                             const JobContext& context);
 
 // Status, result (logs and gathered files), cancel and list of jobs on a cluster.
-RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& submission_id, size_t log_lines);
+RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& submission_id,
+                             size_t log_lines);
 RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& submission_id,
                              const std::filesystem::path& local_output_dir);
 RayJobOutcome cancel_ray_job(const ray::RayConfig& cluster, const std::string& submission_id);
@@ -85,7 +89,7 @@ std::string console_text(const RayJobOutcome& outcome);
 // ---- magpie batch ----
 
 struct BatchEntry {
-  std::string name;                  // unique; names its output folder
+  std::string name;                      // unique; names its output folder
   std::vector<std::string> magpie_args;  // e.g. {"benchmark", "-b", "/abs/cfg.yaml"}
   std::string config_text;
 };
@@ -103,9 +107,9 @@ struct BatchRunResult {
   std::string status;  // SUCCEEDED | FAILED | STOPPED | SUBMITTED | ERROR
   int exit_code = 0;
   std::filesystem::path output_dir;
-  std::string submission_id;          // Ray runs
+  std::string submission_id;  // Ray runs
   double wall_seconds = 0;
-  std::string error;                  // the failure, with the log tail
+  std::string error;  // the failure, with the log tail
 };
 
 struct BatchOutcome {
@@ -122,7 +126,8 @@ std::string console_text(const BatchOutcome& outcome);
 
 // The cluster settings of a config YAML's ray_config (benchmark or kernel file,
 // or -c), with RAY_ADDRESS when none names the cluster; warnings to `warnings`.
-ray::RayConfig ray_config_from_file(const std::filesystem::path& path, std::vector<std::string>& warnings);
+ray::RayConfig ray_config_from_file(const std::filesystem::path& path,
+                                    std::vector<std::string>& warnings);
 
 // The magpie binary a node runs: ray_config.magpie_command, else this binary
 // on a loopback cluster, else `magpie` on the node's PATH.

@@ -25,12 +25,18 @@ using nlohmann::json;
 
 const char* to_string(JobStatus s) {
   switch (s) {
-    case JobStatus::kPending: return "PENDING";
-    case JobStatus::kRunning: return "RUNNING";
-    case JobStatus::kStopped: return "STOPPED";
-    case JobStatus::kSucceeded: return "SUCCEEDED";
-    case JobStatus::kFailed: return "FAILED";
-    case JobStatus::kUnknown: return "UNKNOWN";
+    case JobStatus::kPending:
+      return "PENDING";
+    case JobStatus::kRunning:
+      return "RUNNING";
+    case JobStatus::kStopped:
+      return "STOPPED";
+    case JobStatus::kSucceeded:
+      return "SUCCEEDED";
+    case JobStatus::kFailed:
+      return "FAILED";
+    case JobStatus::kUnknown:
+      return "UNKNOWN";
   }
   return "UNKNOWN";
 }
@@ -68,7 +74,8 @@ asio::awaitable<void> run_exchange(const ClusterAddress& a, const ClientOptions&
   auto executor = co_await asio::this_coro::executor;
   tcp::resolver resolver(executor);
   ex.stage = "resolve";
-  auto endpoints = co_await resolver.async_resolve(a.host, std::to_string(a.port), asio::use_awaitable);
+  auto endpoints =
+      co_await resolver.async_resolve(a.host, std::to_string(a.port), asio::use_awaitable);
   beast::tcp_stream tcp_stream(executor);
   tcp_stream.expires_after(o.connect_timeout);
   ex.stage = "connect";
@@ -91,10 +98,12 @@ asio::awaitable<void> run_exchange(const ClusterAddress& a, const ClientOptions&
 
 std::string unreachable_hint(const ClusterAddress& a) {
   if (a.given.rfind("auto", 0) == 0)
-    return "start a cluster here with `ray start --head`, or set RAY_ADDRESS / ray_config.cluster_address "
+    return "start a cluster here with `ray start --head`, or set RAY_ADDRESS / "
+           "ray_config.cluster_address "
            "to the dashboard (http://HEAD:8265)";
   return "check that the Ray head runs there and its dashboard listens on that port "
-         "(`ray start --head --dashboard-host 0.0.0.0`), or fix ray_config.cluster_address / RAY_ADDRESS";
+         "(`ray start --head --dashboard-host 0.0.0.0`), or fix ray_config.cluster_address / "
+         "RAY_ADDRESS";
 }
 
 json parse_body(const JobsClient& c, const JobsClient::Response& r, const std::string& what) {
@@ -102,9 +111,10 @@ json parse_body(const JobsClient& c, const JobsClient::Response& r, const std::s
     return json::parse(r.body);
   } catch (const json::exception&) {
     throw Error(ErrorKind::kBadFormat,
-                fmt::format("Ray at {} answered {} with HTTP {} and a body that is not JSON: {}", c.address().url(),
-                            what, r.status, r.body.substr(0, 300)),
-                "", std::nullopt, "is this a Ray dashboard? the Jobs API lives on the dashboard port (8265)");
+                fmt::format("Ray at {} answered {} with HTTP {} and a body that is not JSON: {}",
+                            c.address().url(), what, r.status, r.body.substr(0, 300)),
+                "", std::nullopt,
+                "is this a Ray dashboard? the Jobs API lives on the dashboard port (8265)");
   }
 }
 
@@ -145,7 +155,8 @@ JobsClient::JobsClient(ClusterAddress address, ClientOptions options)
 JobsClient::Response JobsClient::request(const std::string& method, const std::string& path,
                                          const std::string& body) const {
   Exchange ex;
-  ex.request = http::request<http::string_body>(http::string_to_verb(method), address_.base_path + path, 11);
+  ex.request =
+      http::request<http::string_body>(http::string_to_verb(method), address_.base_path + path, 11);
   ex.request.set(http::field::host, address_.host);
   ex.request.set(http::field::user_agent, "magpie");
   ex.request.set(http::field::accept, "application/json");
@@ -169,8 +180,8 @@ JobsClient::Response JobsClient::request(const std::string& method, const std::s
   io.run();
   if (!ex.done)
     throw Error(ErrorKind::kUnreachable,
-                fmt::format("Ray cluster at {} ({}) is unreachable: {}", address_.url(), address_.given,
-                            failure.empty() ? "no answer" : failure),
+                fmt::format("Ray cluster at {} ({}) is unreachable: {}", address_.url(),
+                            address_.given, failure.empty() ? "no answer" : failure),
                 "", std::nullopt, unreachable_hint(address_));
   return {static_cast<int>(ex.response.result_int()), std::move(ex.response.body())};
 }
@@ -179,7 +190,8 @@ std::string JobsClient::ray_version() const {
   Response r = request("GET", "/api/version");
   if (r.status != 200)
     throw Error(ErrorKind::kUnreachable,
-                fmt::format("{} answered /api/version with HTTP {}: {}", address_.url(), r.status, r.body.substr(0, 200)),
+                fmt::format("{} answered /api/version with HTTP {}: {}", address_.url(), r.status,
+                            r.body.substr(0, 200)),
                 "", std::nullopt,
                 r.status == 401 || r.status == 403
                     ? "the dashboard wants credentials: set ray_config.headers (e.g. Authorization)"
@@ -197,13 +209,16 @@ std::string JobsClient::submit(const JobSubmission& job) const {
   if (!job.metadata.empty()) body["metadata"] = job.metadata;
   if (job.entrypoint_num_cpus) body["entrypoint_num_cpus"] = *job.entrypoint_num_cpus;
   if (job.entrypoint_num_gpus) body["entrypoint_num_gpus"] = *job.entrypoint_num_gpus;
-  if (job.entrypoint_memory_bytes) body["entrypoint_memory"] = static_cast<int64_t>(*job.entrypoint_memory_bytes);
+  if (job.entrypoint_memory_bytes)
+    body["entrypoint_memory"] = static_cast<int64_t>(*job.entrypoint_memory_bytes);
   if (!job.entrypoint_resources.empty()) body["entrypoint_resources"] = job.entrypoint_resources;
   Response r = request("POST", "/api/jobs/", body.dump());
   if (r.status != 200)
     throw Error(ErrorKind::kRejected,
-                fmt::format("Ray at {} refused the job (HTTP {}): {}", address_.url(), r.status, r.body.substr(0, 2000)),
-                "", std::nullopt, "check ray_config (resources, env_vars, working_dir) against the cluster");
+                fmt::format("Ray at {} refused the job (HTTP {}): {}", address_.url(), r.status,
+                            r.body.substr(0, 2000)),
+                "", std::nullopt,
+                "check ray_config (resources, env_vars, working_dir) against the cluster");
   std::string id = opt_string(parse_body(*this, r, "the submission"), "submission_id");
   return id.empty() ? job.submission_id : id;
 }
@@ -211,18 +226,20 @@ std::string JobsClient::submit(const JobSubmission& job) const {
 JobInfo JobsClient::info(const std::string& id) const {
   Response r = request("GET", "/api/jobs/" + id);
   if (r.status == 404 || (r.status != 200 && r.body.find("does not exist") != std::string::npos))
-    throw Error(ErrorKind::kNotFound, fmt::format("Ray at {} has no job '{}'", address_.url(), id), "", std::nullopt,
-                "list the cluster's jobs with ray_task_list or `ray job list`");
+    throw Error(ErrorKind::kNotFound, fmt::format("Ray at {} has no job '{}'", address_.url(), id),
+                "", std::nullopt, "list the cluster's jobs with ray_task_list or `ray job list`");
   if (r.status != 200)
-    throw Error(ErrorKind::kRejected, fmt::format("Ray at {}: job '{}': HTTP {}: {}", address_.url(), id, r.status,
-                                                  r.body.substr(0, 500)));
+    throw Error(ErrorKind::kRejected,
+                fmt::format("Ray at {}: job '{}': HTTP {}: {}", address_.url(), id, r.status,
+                            r.body.substr(0, 500)));
   return job_from_json(parse_body(*this, r, "the job status"));
 }
 
 std::string JobsClient::logs(const std::string& id) const {
   Response r = request("GET", "/api/jobs/" + id + "/logs");
   if (r.status != 200)
-    throw Error(ErrorKind::kNotFound, fmt::format("Ray at {}: no logs for job '{}' (HTTP {})", address_.url(), id, r.status));
+    throw Error(ErrorKind::kNotFound, fmt::format("Ray at {}: no logs for job '{}' (HTTP {})",
+                                                  address_.url(), id, r.status));
   return opt_string(parse_body(*this, r, "the logs"), "logs");
 }
 
@@ -231,8 +248,9 @@ bool JobsClient::stop(const std::string& id) const {
   if (r.status == 404)
     throw Error(ErrorKind::kNotFound, fmt::format("Ray at {} has no job '{}'", address_.url(), id));
   if (r.status != 200)
-    throw Error(ErrorKind::kRejected, fmt::format("Ray at {}: stop '{}': HTTP {}: {}", address_.url(), id, r.status,
-                                                  r.body.substr(0, 500)));
+    throw Error(ErrorKind::kRejected,
+                fmt::format("Ray at {}: stop '{}': HTTP {}: {}", address_.url(), id, r.status,
+                            r.body.substr(0, 500)));
   json j = parse_body(*this, r, "the stop");
   return j.contains("stopped") && j["stopped"].is_boolean() && j["stopped"].get<bool>();
 }
@@ -240,7 +258,8 @@ bool JobsClient::stop(const std::string& id) const {
 std::vector<JobInfo> JobsClient::list() const {
   Response r = request("GET", "/api/jobs/");
   if (r.status != 200)
-    throw Error(ErrorKind::kRejected, fmt::format("Ray at {}: list jobs: HTTP {}", address_.url(), r.status));
+    throw Error(ErrorKind::kRejected,
+                fmt::format("Ray at {}: list jobs: HTTP {}", address_.url(), r.status));
   std::vector<JobInfo> out;
   json all = parse_body(*this, r, "the job list");
   if (all.is_array())
@@ -292,13 +311,16 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
         client.stop(id);
       } catch (const Error&) {
       }
-      throw Error(ErrorKind::kRejected,
-                  fmt::format("Ray job {} waited {:.0f} s in PENDING at {}; Magpie asked Ray to stop it: {}{}", id,
-                              o.pending_timeout_s, client.address().url(), info.message,
-                              resources.empty() ? "" : "\ncluster: " + resources),
-                  "", std::nullopt,
-                  "ask for fewer resources (ray_config.entrypoint_num_gpus / entrypoint_num_cpus), add nodes, or raise "
-                  "ray_config.pending_timeout_s");
+      throw Error(
+          ErrorKind::kRejected,
+          fmt::format(
+              "Ray job {} waited {:.0f} s in PENDING at {}; Magpie asked Ray to stop it: {}{}", id,
+              o.pending_timeout_s, client.address().url(), info.message,
+              resources.empty() ? "" : "\ncluster: " + resources),
+          "", std::nullopt,
+          "ask for fewer resources (ray_config.entrypoint_num_gpus / entrypoint_num_cpus), add "
+          "nodes, or raise "
+          "ray_config.pending_timeout_s");
     }
     if (o.timeout_s > 0 && elapsed > o.timeout_s) {
       try {
@@ -306,7 +328,8 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       } catch (const Error&) {
       }
       throw Error(ErrorKind::kRejected,
-                  fmt::format("Ray job {} ran past {:.0f} s at {} and was stopped", id, o.timeout_s, client.address().url()),
+                  fmt::format("Ray job {} ran past {:.0f} s at {} and was stopped", id, o.timeout_s,
+                              client.address().url()),
                   "", std::nullopt, "raise ray_config.job_timeout_s");
     }
     // Sleep in small steps so a cancel is seen quickly.

@@ -57,7 +57,7 @@ class JobsClient {
   // GET /api/version → Ray's version. Throws Error(kUnreachable) naming the
   // address and what to do when nothing answers there.
   std::string ray_version() const;
-  std::string submit(const JobSubmission& job) const;  // → submission_id
+  std::string submit(const JobSubmission& job) const;    // → submission_id
   JobInfo info(const std::string& submission_id) const;  // throws kNotFound for an unknown id
   std::string logs(const std::string& submission_id) const;
   bool stop(const std::string& submission_id) const;  // true when Ray stopped it now
@@ -71,7 +71,8 @@ class JobsClient {
     std::string body;
   };
   // One request; throws kUnreachable on transport failure.
-  Response request(const std::string& method, const std::string& path, const std::string& body = {}) const;
+  Response request(const std::string& method, const std::string& path,
+                   const std::string& body = {}) const;
 
  private:
   ClusterAddress address_;
@@ -82,13 +83,16 @@ class JobsClient {
 struct WaitOptions {
   std::chrono::milliseconds first_poll{250};
   std::chrono::milliseconds max_poll{3000};
-  double pending_timeout_s = 600;  // PENDING longer → Error(kRejected) with the cluster's resources; job stopped
-  double timeout_s = 0;            // 0 = none; past it the job is stopped, Error(kRejected)
-  const std::atomic<bool>* cancel = nullptr;  // set → returns the info as it stands (caller stops or detaches)
+  double pending_timeout_s =
+      600;  // PENDING longer → Error(kRejected) with the cluster's resources; job stopped
+  double timeout_s = 0;  // 0 = none; past it the job is stopped, Error(kRejected)
+  const std::atomic<bool>* cancel =
+      nullptr;  // set → returns the info as it stands (caller stops or detaches)
   std::function<void(const JobInfo&)> on_change;  // status changed (and once at start)
 };
 
-JobInfo wait_for_job(const JobsClient& client, const std::string& submission_id, const WaitOptions& options);
+JobInfo wait_for_job(const JobsClient& client, const std::string& submission_id,
+                     const WaitOptions& options);
 
 // The last `n` lines of a log.
 std::string last_lines(const std::string& text, size_t n);

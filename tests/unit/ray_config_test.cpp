@@ -1,11 +1,12 @@
 // ray_config parsing and the cluster address rules (docs/RAY.md).
+#include "ray/ray_config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "core/error.hpp"
 #include "ray/jobs_client.hpp"
-#include "ray/ray_config.hpp"
 
 namespace magpie::ray {
 namespace {
@@ -13,19 +14,24 @@ namespace {
 struct RayAddressEnv {
   explicit RayAddressEnv(const char* value) {
     if (const char* old = std::getenv("RAY_ADDRESS")) saved = old;
-    if (value) setenv("RAY_ADDRESS", value, 1);
-    else unsetenv("RAY_ADDRESS");
+    if (value)
+      setenv("RAY_ADDRESS", value, 1);
+    else
+      unsetenv("RAY_ADDRESS");
   }
   ~RayAddressEnv() {
-    if (saved) setenv("RAY_ADDRESS", saved->c_str(), 1);
-    else unsetenv("RAY_ADDRESS");
+    if (saved)
+      setenv("RAY_ADDRESS", saved->c_str(), 1);
+    else
+      unsetenv("RAY_ADDRESS");
   }
   std::optional<std::string> saved;
 };
 
 TEST(RayConfig, ReadsTypedKeysAndNamesUnknownOnes) {
   YAML::Node n = YAML::Load(
-      "cluster_address: http://head:8265\nshared_storage_path: /mnt/shared\nentrypoint_num_gpus: 1\n"
+      "cluster_address: http://head:8265\nshared_storage_path: /mnt/shared\nentrypoint_num_gpus: "
+      "1\n"
       "entrypoint_num_cpus: 4\nresources: {H200: 1}\nenv_vars: {HF_HOME: /cache}\nnum_nodes: 2\n"
       "gpus_per_node: 8\nshared_storage_pth: /x\n");
   std::vector<std::string> warnings;
@@ -73,15 +79,16 @@ TEST(ClusterAddress, AutoUsesRayAddressThenTheLocalDashboard) {
 
 TEST(ClusterAddress, RayClientAddressesMapToTheDashboard) {
   EXPECT_EQ(resolve_cluster_address("ray://head:10001").url(), "http://head:8265");
-  EXPECT_EQ(resolve_cluster_address("https://ray.example.com/proxy/").url(), "https://ray.example.com:443/proxy");
+  EXPECT_EQ(resolve_cluster_address("https://ray.example.com/proxy/").url(),
+            "https://ray.example.com:443/proxy");
   EXPECT_EQ(resolve_cluster_address("head:8266").url(), "http://head:8266");
   EXPECT_THROW(resolve_cluster_address("ftp://head"), Error);
   EXPECT_THROW(resolve_cluster_address("http://head:notaport"), Error);
 }
 
 TEST(JobsClient, StatusNamesRoundTrip) {
-  for (auto s : {JobStatus::kPending, JobStatus::kRunning, JobStatus::kStopped, JobStatus::kSucceeded,
-                 JobStatus::kFailed})
+  for (auto s : {JobStatus::kPending, JobStatus::kRunning, JobStatus::kStopped,
+                 JobStatus::kSucceeded, JobStatus::kFailed})
     EXPECT_EQ(parse_job_status(to_string(s)), s);
   EXPECT_TRUE(terminal(JobStatus::kStopped));
   EXPECT_FALSE(terminal(JobStatus::kRunning));

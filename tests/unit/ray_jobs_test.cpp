@@ -1,5 +1,7 @@
 // Which commands go to Ray and how the node's command line is built
 // (jobs::plan_ray_job), and batch files (jobs::load_batch_entries).
+#include "jobs/ray_jobs.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <fstream>
 
 #include "core/error.hpp"
-#include "jobs/ray_jobs.hpp"
 
 namespace magpie::jobs {
 namespace {
@@ -15,7 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("magpie_ray_jobs_test_" + name + std::to_string(::getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("magpie_ray_jobs_test_" + name + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -23,7 +25,9 @@ fs::path temp_dir(const std::string& name) {
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 TEST(PlanRayJob, EnvironmentRaySendsTheCommandWithAbsolutePathsAndNoOutputFlag) {
   fs::path d = temp_dir("plan");
@@ -52,7 +56,8 @@ TEST(PlanRayJob, BenchmarkYamlWithRunModeRayGoesToItsClusterAndRunsLocalOnTheNod
   fs::path d = temp_dir("yaml");
   write(d / "b.yaml",
         "benchmark:\n  framework: vllm\n  model: m\n  run_mode: ray\n"
-        "  ray_config: {cluster_address: 'http://head:8265', entrypoint_num_gpus: 1, run_mode: docker}\n");
+        "  ray_config: {cluster_address: 'http://head:8265', entrypoint_num_gpus: 1, run_mode: "
+        "docker}\n");
   auto plan = plan_ray_job({"benchmark", {"-b", (d / "b.yaml").string()}, "", ""});
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->cluster.cluster_address, "http://head:8265");
@@ -70,7 +75,8 @@ TEST(PlanRayJob, BenchmarkYamlWithRunModeRayGoesToItsClusterAndRunsLocalOnTheNod
 
 TEST(PlanRayJob, KernelYamlWithRayConfigOrSchedulerRay) {
   fs::path d = temp_dir("kernel");
-  write(d / "k.yaml", "kernel: {id: a, type: pytorch}\nray_config: {shared_storage_path: /mnt/s}\n");
+  write(d / "k.yaml",
+        "kernel: {id: a, type: pytorch}\nray_config: {shared_storage_path: /mnt/s}\n");
   write(d / "s.yaml", "kernel: {id: a, type: pytorch}\nscheduler: {environment: ray}\n");
   write(d / "l.yaml", "kernel: {id: a, type: pytorch}\n");
   auto plan = plan_ray_job({"compare", {"-k", (d / "k.yaml").string()}, "", ""});
@@ -95,7 +101,7 @@ TEST(BatchEntries, ConfigsCommandsAndUniqueNames) {
   EXPECT_EQ(entries[0].magpie_args.at(2), fs::absolute(d / "a.yaml").lexically_normal().string());
   EXPECT_EQ(entries[2].name, "gap");
   EXPECT_TRUE(has(entries[2].magpie_args, (d / "traces").string()));  // relative to the batch file
-  EXPECT_FALSE(has(entries[2].magpie_args, "-o"));                     // each run gets its own folder
+  EXPECT_FALSE(has(entries[2].magpie_args, "-o"));  // each run gets its own folder
   // A benchmark YAML alone is a batch of one; anything else is a clear error.
   EXPECT_EQ(load_batch_entries({(d / "a.yaml").string()}).size(), 1u);
   write(d / "bad.yaml", "nothing: here\n");
