@@ -151,3 +151,20 @@ def test_unknown_task_and_unreachable_cluster_are_clear_errors(server, head):
     result, _ = call(server, "benchmark", {"framework": "vllm", "model": "m", "run_mode": "ray",
                                            "ray_cluster_address": dead})
     assert result.is_error and dead in result.content[0].text and "unreachable" in result.content[0].text
+
+
+def test_batch_runs_here_without_a_cluster(server, tmp_path):
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    batch = tmp_path / "batch.yaml"
+    batch.write_text("batch:\n"
+                     f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+                     f"  - {{name: lens, command: [tracelens, '{trace}']}}\n"
+                     f"  - {{name: broken, command: [benchmark, --trace-dir, '{tmp_path / 'none'}']}}\n")
+    result, tool = call(server, "benchmark_batch", {"configs": [str(batch)], "parallel": True,
+                                                     "output_dir": str(tmp_path / "out")})
+    out = check(result, tool)
+    assert not out["on_ray"] and not out["all_succeeded"]
+    status = {r["name"]: (r["status"], r["exit_code"]) for r in out["runs"]}
+    assert status == {"gap": ("SUCCEEDED", 0), "lens": ("SUCCEEDED", 0), "broken": ("FAILED", 3)}, status
+    assert Path(out["summary_json"]).is_file()
+    assert (tmp_path / "out" / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
