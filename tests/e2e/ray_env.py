@@ -76,8 +76,10 @@ class RayHead:
                "--include-dashboard=true", "--disable-usage-stats",
                # small: the CI box has 2 cores and 24 GiB
                "--object-store-memory=100000000"]
-        env = dict(os.environ, RAY_ADDRESS="")
-        env.pop("RAY_ADDRESS")
+        env = dict(os.environ)
+        env.pop("RAY_ADDRESS", None)
+        # Jobs inherit the head's environment: their magpie records runs in a private store.
+        env["MAGPIE_RESULTS_DB"] = str(self.temp_dir / "results.db")
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
                                      start_new_session=True, env=env)
         deadline = time.monotonic() + 120
