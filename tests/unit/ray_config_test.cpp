@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio.hpp>
 #include <cstdlib>
+#include <thread>
 
 #include "core/error.hpp"
 #include "ray/jobs_client.hpp"
@@ -113,6 +115,31 @@ TEST(JobsClient, NothingListeningIsUnreachableWithinTheTimeout) {
     EXPECT_EQ(exit_code_for(e.kind()), 7);
     EXPECT_NE(std::string(e.what()).find("http://127.0.0.1:1"), std::string::npos) << e.what();
   }
+}
+
+TEST(JobsClient, HttpsSpeaksTlsFirst) {
+  // A plain-HTTP peer on loopback (not a Ray stand-in): an https address must
+  // fail in the TLS handshake, which shows the client speaks TLS there.
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::address_v4::loopback(), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::thread peer([&] {
+    asio::ip::tcp::socket s(io);
+    acceptor.accept(s);
+    const std::string reply = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    boost::system::error_code ec;
+    asio::write(s, asio::buffer(reply), ec);
+  });
+  JobsClient c(resolve_cluster_address("https://127.0.0.1:" + std::to_string(port)));
+  try {
+    c.ray_version();
+    ADD_FAILURE() << "a plain-HTTP peer passed as TLS";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnreachable);
+    EXPECT_NE(std::string(e.what()).find("TLS handshake"), std::string::npos) << e.what();
+  }
+  peer.join();
 }
 
 }  // namespace
