@@ -292,8 +292,23 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
   auto poll = o.first_poll;
   JobStatus last = JobStatus::kUnknown;
   bool first = true;
+  std::optional<clock::time_point> unreachable_since;
   while (true) {
-    JobInfo info = client.info(id);
+    JobInfo info;
+    try {
+      info = client.info(id);
+      unreachable_since.reset();
+    } catch (const Error& e) {
+      // A dashboard restart or a network hiccup must not lose a running job:
+      // keep asking for a while before giving up.
+      if (e.kind() != ErrorKind::kUnreachable) throw;
+      if (!unreachable_since) unreachable_since = clock::now();
+      if (std::chrono::duration<double>(clock::now() - *unreachable_since).count() >
+          o.unreachable_grace_s)
+        throw;
+      std::this_thread::sleep_for(o.max_poll);
+      continue;
+    }
     if (first || info.status != last) {
       if (o.on_change) o.on_change(info);
       if (info.status == JobStatus::kPending) pending_since = clock::now();

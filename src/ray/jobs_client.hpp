@@ -85,7 +85,8 @@ struct WaitOptions {
   std::chrono::milliseconds max_poll{3000};
   double pending_timeout_s =
       600;  // PENDING longer → Error(kRejected) with the cluster's resources; job stopped
-  double timeout_s = 0;  // 0 = none; past it the job is stopped, Error(kRejected)
+  double timeout_s = 0;             // 0 = none; past it the job is stopped, Error(kRejected)
+  double unreachable_grace_s = 30;  // the dashboard may stop answering this long mid-wait
   const std::atomic<bool>* cancel =
       nullptr;  // set → returns the info as it stands (caller stops or detaches)
   std::function<void(const JobInfo&)> on_change;  // status changed (and once at start)
