@@ -13,6 +13,7 @@ pkgs=(
   libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-pytest
+  libjs-chart.js chromium
 )
 
 missing=()

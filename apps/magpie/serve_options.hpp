@@ -14,7 +14,7 @@ class ServeOptions {
   void register_with(CLI::App* sub);
   // Exit code: 0 when the report says success, 1 otherwise.
   int run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
-          bool verbose) const;
+          bool verbose, bool html = false) const;
   // Global flags: `-e docker|container` and `--docker-image` (before the subcommand).
   void set_globals(std::string environment, std::string docker_image) {
     global_environment_ = std::move(environment);
