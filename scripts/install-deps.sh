@@ -10,6 +10,7 @@ pkgs=(
   libboost1.81-dev libboost-url1.81-dev
   libdeflate-dev libisal-dev zlib1g-dev libhyperscan-dev libre2-dev
   libxlsxwriter-dev libsqlite3-dev
+  libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-pytest
   libjs-chart.js chromium

@@ -14,6 +14,9 @@ class BenchmarkCommand {
   void register_with(CLI::App& app);
   bool parsed() const { return sub_ && sub_->parsed(); }
   int run(bool verbose);
+  void set_globals(std::string environment, std::string docker_image) {
+    serve_.set_globals(std::move(environment), std::move(docker_image));
+  }
 
  private:
   int run_gap_analysis(bool verbose);

@@ -10,6 +10,7 @@
 #include "command_context.hpp"
 #include "gpu_info_command.hpp"
 #include "mcp_command.hpp"
+#include "ray_command.hpp"
 #include "replay_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
@@ -25,7 +26,9 @@ int main(int argc, char** argv) {
       "  magpie benchmark vllm -m MODEL --concurrency 1,8 --input-len 1024 --output-len 128\n"
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
       "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
-      "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n",
+      "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n"
+      "  magpie -e ray benchmark --trace-dir /shared/traces         # as a job on a Ray cluster\n"
+      "  magpie -e ray -w 4 batch sweep.yaml                        # many runs, one summary table\n",
       "magpie"};
   app.set_version_flag("--version", magpie::gpu::version_string());
   app.require_subcommand(0, 1);
@@ -34,6 +37,8 @@ int main(int argc, char** argv) {
   bool progress_lines = false;
   app.add_flag("--progress", progress_lines,
                "Progress lines on stderr even when it is not a terminal (a terminal always gets them)");
+  magpie::app::GlobalOptions global;
+  global.register_with(app);
   magpie::app::GpuInfoCommand gpu_info;
   gpu_info.register_with(app);
 
@@ -49,6 +54,8 @@ int main(int argc, char** argv) {
   replay.register_with(app);
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
+  magpie::app::BatchCommand batch;
+  batch.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -70,6 +77,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (auto code = magpie::app::run_on_ray_if_asked(app, global, argc, argv, verbose)) return *code;
+    benchmark.set_globals(global.environment, global.docker_image);
+    if (batch.parsed()) return batch.run(global, verbose);
     if (benchmark.parsed()) return benchmark.run(verbose);
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);

@@ -48,8 +48,8 @@ void ServeOptions::register_with(CLI::App* sub) {
                            "Mark the run diagnostic (system profiler)")
                  ->group(magpie);
   options_.emplace_back(sp, &system_profiler_);
-  add(sub, "--run-mode", run_mode_, "docker|local (default docker)", magpie)
-      ->check(CLI::IsMember({"docker", "local"}));
+  add(sub, "--run-mode", run_mode_, "docker|local|ray (default docker; ray: a job on a Ray cluster)", magpie)
+      ->check(CLI::IsMember({"docker", "local", "ray"}));
   add(sub, "--run-kind", run_kind_, "auto|measurement|diagnostic", magpie)
       ->check(CLI::IsMember({"auto", "measurement", "diagnostic"}));
   add(sub, "--docker-image", docker_image_, "Image (default: by framework and GPU arch)", magpie);
@@ -163,6 +163,9 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   serve::BenchmarkConfig config =
       from_yaml ? serve::load_benchmark_yaml(config_path_) : serve::BenchmarkConfig{};
   serve::apply_flags(config, flags, from_yaml);
+  if (!flags.run_mode && (global_environment_ == "docker" || global_environment_ == "container"))
+    config.run_mode = "docker";
+  if (!flags.docker_image && !global_docker_image_.empty()) config.docker_image = global_docker_image_;
   reject_unknown_keys(config.unknown_keys, strict_, config_path_);
   for (const auto& w : config.warnings) std::cerr << "warning: " << w << "\n";
   jobs::JobContext context = command_context(verbose);

@@ -15,6 +15,11 @@ class ServeOptions {
   // Exit code: 0 when the report says success, 1 otherwise.
   int run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
           bool verbose, bool html = false) const;
+  // Global flags: `-e docker|container` and `--docker-image` (before the subcommand).
+  void set_globals(std::string environment, std::string docker_image) {
+    global_environment_ = std::move(environment);
+    global_docker_image_ = std::move(docker_image);
+  }
 
  private:
   serve::BenchmarkFlags collect(const std::string& framework, const std::string& output_dir,
@@ -23,6 +28,7 @@ class ServeOptions {
   CLI::Option* add(CLI::App* sub, const char* name, T& value, const char* help, const char* group);
 
   std::string config_path_;
+  std::string global_environment_, global_docker_image_;
   std::string model_, precision_, run_mode_, run_kind_, docker_image_, endpoint_, concurrency_,
       input_len_, output_len_, tp_, request_rate_, num_prompts_, dataset_, dataset_path_, api_,
       range_ratio_, max_model_len_, served_model_name_, engine_executable_;

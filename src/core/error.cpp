@@ -14,6 +14,7 @@ int exit_code_for(ErrorKind kind) {
     case ErrorKind::kInternal: return 1;
     case ErrorKind::kRejected: return 1;
     case ErrorKind::kCancelled: return 130;
+    case ErrorKind::kUnreachable: return 7;
   }
   return 1;
 }
@@ -28,6 +29,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kInternal: return "internal";
     case ErrorKind::kRejected: return "rejected";
     case ErrorKind::kCancelled: return "cancelled";
+    case ErrorKind::kUnreachable: return "unreachable";
   }
   return "internal";
 }

@@ -17,6 +17,7 @@ enum class ErrorKind : uint8_t {
   kNoGpuEvents,  // a valid trace with nothing on the GPU to analyse
   kRejected,     // a request Magpie refuses with exit 1 (no kernels, compare of one)
   kCancelled,    // stopped by the user (Ctrl-C, MCP notifications/cancelled)
+  kUnreachable,  // a service Magpie must talk to does not answer (a Ray cluster's dashboard)
 };
 
 // Exit codes documented in README.md ("Exit codes").

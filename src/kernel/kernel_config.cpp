@@ -315,7 +315,8 @@ KernelConfig parse_kernel_config(std::string_view yaml_text, const std::string& 
   if (auto l = root["latency"]) r.latency(l, cfg.latency);
   if (auto s = root["scheduler"]; s && s.IsMap() && s["environment"]) cfg.environment = r.scalar(s["environment"], "scheduler.environment");
   if (root["ray_config"]) cfg.environment = "ray";
-  if (cfg.environment != "local") {
+  // ray: the CLI submits the run as a Ray job (src/jobs/ray_jobs.*); a node runs it with -e local.
+  if (cfg.environment != "local" && cfg.environment != "ray") {
     cfg.warnings.push_back(fmt::format("{}: environment '{}' is not supported yet; running locally", origin, cfg.environment));
   }
   std::set<std::string> ids;

@@ -227,6 +227,12 @@ ToolRegistry magpie_tools() {
   r.add(runs_work(list_benchmark_results_tool()));
   r.add(read_only(get_benchmark_result_tool()));
   r.add(runs_work(compare_benchmark_reports_tool()));
+  // The Ray tools talk to a cluster: their annotations are set in tools_ray.cpp.
+  r.add(ray_task_status_tool());
+  r.add(ray_task_result_tool());
+  r.add(ray_task_cancel_tool());
+  r.add(ray_task_list_tool());
+  r.add(benchmark_batch_tool());
   return r;
 }
 

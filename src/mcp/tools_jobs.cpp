@@ -360,12 +360,15 @@ Tool benchmark_tool() {
        {"cpu_engine",
         s::with_default(s::boolean("The engine runs on CPU (drops GPU-only flags)"), false)}},
       {"framework", "model"});
+  add_ray_benchmark_params(t.input_schema);
   t.output_schema = s::object({{"success", s::boolean("")},
                                {"workspace", s::string("")},
                                {"run_id", s::integer("results-store row")},
-                               {"report", s::any_object("benchmark_report.json")}},
+                               {"report", s::any_object("benchmark_report.json")},
+                               {"ray_task", s::any_object("run_mode ray: the Ray job (ray_task_status)")}},
                               {"success", "workspace", "run_id", "report"});
   t.handler = [](const ToolCall& call) {
+    if (wants_ray(call)) return ray_benchmark(call);
     serve::BenchmarkFlags f;
     auto str = [&](const char* name, std::optional<std::string>& out) {
       if (has_arg(call, name)) out = arg<std::string>(call, name, "");

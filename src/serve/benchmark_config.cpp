@@ -308,10 +308,15 @@ void validate(const BenchmarkConfig& c) {
         std::nullopt,
         "example: magpie benchmark vllm --model Qwen/Qwen3-8B --concurrency 32 --run-mode local\n"
         "     or: magpie benchmark -b examples/benchmark.yaml");
+  if (c.run_mode == "ray")
+    throw Error(ErrorKind::kUsage,
+                "run_mode ray is a Ray job: `magpie benchmark -b FILE` submits it (not with -e local), and "
+                "on the node it runs as ray_config.run_mode says", "", std::nullopt,
+                "drop -e local, or pass --run-mode local|docker to run here");
   if (c.run_mode != "docker" && c.run_mode != "local")
     throw Error(
         ErrorKind::kUsage,
-        fmt::format("run_mode '{}' is not supported here: use docker or local", c.run_mode));
+        fmt::format("run_mode '{}' is not supported here: use docker, local or ray", c.run_mode));
   if (c.run_kind != "auto" && c.run_kind != "measurement" && c.run_kind != "diagnostic")
     throw Error(ErrorKind::kUsage,
                 fmt::format("run_kind '{}': use auto, measurement or diagnostic", c.run_kind));

@@ -57,7 +57,7 @@ struct BenchmarkConfig {
   std::string framework = "vllm";
   std::string model;
   std::string precision = "fp8";
-  std::string run_mode = "docker";          // docker | local (ray: not supported here)
+  std::string run_mode = "docker";          // docker | local (ray: dispatched by src/jobs/ray_jobs)
   std::string run_kind = "auto";            // auto | measurement | diagnostic
   std::map<std::string, std::string> envs;  // upper-cased keys
   std::string docker_image, gpu_arch;

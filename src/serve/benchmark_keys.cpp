@@ -44,7 +44,7 @@ const Key& schema() {
              leaf("kernel_source_repos", "kernel-source search runs only from `magpie benchmark --trace-dir`")}),
        node("gpu_selection",
             {leaf("auto"), leaf("min_free_memory_gb"), leaf("count"), leaf("candidates")}, kGpuIssue),
-       any("ray_config", "Ray runs are not supported yet; run_mode ray is refused"),
+       any("ray_config"),  // read by the Ray job layer (ray::parse_ray_config names unknown keys)
        node("server_lifecycle",
             {leaf("enabled", "the server is always launched and stopped by the run"),
              leaf("cleanup", "the server is always stopped at the end of the run"),

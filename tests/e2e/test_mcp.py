@@ -29,7 +29,9 @@ from conftest import REPO_ROOT, shared_traces  # noqa: E402
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
 ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
              "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
-             "get_benchmark_result", "compare_benchmark_reports", "tracelens"}
+             "get_benchmark_result", "compare_benchmark_reports", "tracelens",
+             # the Ray tools: called against a real head in test_mcp_ray.py
+             "ray_task_status", "ray_task_result", "ray_task_cancel", "ray_task_list", "benchmark_batch"}
 
 
 def free_port() -> int:

@@ -42,5 +42,14 @@ Tool tracelens_tool();
 Tool analyze_tool();
 Tool compare_tool();
 Tool benchmark_tool();
+// tools_ray.cpp: jobs on a Ray cluster (src/jobs/ray_jobs.hpp)
+Tool ray_task_status_tool();
+Tool ray_task_result_tool();
+Tool ray_task_cancel_tool();
+Tool ray_task_list_tool();
+Tool benchmark_batch_tool();
+void add_ray_benchmark_params(nlohmann::json& input_schema);  // benchmark's ray_* arguments
+bool wants_ray(const ToolCall& call);
+ToolOutput ray_benchmark(const ToolCall& call);
 
 }  // namespace magpie::mcp::detail

