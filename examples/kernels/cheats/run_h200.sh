@@ -21,8 +21,10 @@ export MAGPIE_CUPTI_LIB=/tmp/libmagpie_cupti.so MAGPIE_PYTHON_DIR=$ROOT/python
 
 run compare -k examples/kernels/cheats/compare.yaml
 python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
-run compare -k examples/kernels/side_stream/compare.yaml
-python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
+if [ -z "${SKIP_SIDE:-}" ]; then
+  run compare -k examples/kernels/side_stream/compare.yaml
+  python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"
+fi
 if [ -z "${SKIP_SOFTMAX:-}" ]; then
   run compare -k examples/kernels/softmax/compare.yaml
   python3 examples/kernels/cheats/summarize.py "$(ls -d $RES/compare_*/ | tail -1)"

@@ -6,7 +6,7 @@
 set -u
 export SKIP_SOFTMAX=1
 OUT=${OUT:-/tmp/session_out}
-timeout 330 bash examples/kernels/cheats/run_h200.sh
+SKIP_TRACES=${SKIP_TRACES:-} SKIP_SIDE=${SKIP_SIDE:-} timeout ${CHEATS_BUDGET:-330} bash examples/kernels/cheats/run_h200.sh
 echo "cheats+traces exit=$?"
 TRACE=${TRACE:-$PWD/examples/traces/llama_4layer_bs16_prompt1024_decode16.json.gz}
 if [ -f "$TRACE" ]; then
