@@ -13,6 +13,7 @@
 #include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
 #include "serve/benchmark_config.hpp"
+#include "serve/benchmark_report_writer.hpp"
 
 namespace magpie::mcp::detail {
 
@@ -415,7 +416,7 @@ Tool benchmark_tool() {
     json out = {{"success", o.success},
                 {"workspace", o.workspace.string()},
                 {"run_id", o.run_id},
-                {"report", o.report.is_object() ? o.report : json::object()}};
+                {"report", serve::report_json(o.report)}};
     std::string text = jobs::console_text(o);
     if (!o.success)
       throw Error(ErrorKind::kRejected, "the benchmark did not succeed; workspace " +

@@ -1,15 +1,16 @@
 #pragma once
 // One `magpie benchmark` serving job: workspace, server, workload cases,
-// profiling window, reports. Whatever happens (server death, Ctrl-C, a case
-// failing), what was measured is written, marked complete or not.
+// profiling window, GPU selection and monitoring, reports. Whatever happens
+// (server death, Ctrl-C, the overall timeout, a case failing), what was
+// measured is written, marked complete or not.
 #include <atomic>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
-#include <nlohmann/json.hpp>
 
 #include "serve/benchmark_config.hpp"
+#include "serve/benchmark_report.hpp"
 
 namespace magpie::serve {
 
@@ -27,7 +28,7 @@ struct RunContext {
 struct BenchmarkOutcome {
   bool success = false;
   std::filesystem::path workspace;
-  nlohmann::json report;
+  BenchmarkReport report;  // as written to benchmark_report.json and summary.txt
 };
 
 BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& context);
