@@ -136,6 +136,7 @@ TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
   auto c = parse_benchmark_yaml(R"(benchmark:
   model: m
   gpu_selection: {count: 1}
+  server_lifecycle: {cleanup: false}
   profiler:
     torch_profiler: {enabled: true}
     gpu_monitor: {enabled: true}
@@ -146,10 +147,46 @@ TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
       if (w.find(key + " is accepted but not applied") != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(says("benchmark.gpu_selection"));
-  EXPECT_TRUE(says("benchmark.profiler.gpu_monitor"));
+  EXPECT_TRUE(says("benchmark.server_lifecycle.cleanup"));
+  // Applied now: no warning, and the config carries them.
+  EXPECT_FALSE(says("benchmark.gpu_selection"));
+  EXPECT_FALSE(says("benchmark.profiler.gpu_monitor"));
   EXPECT_FALSE(says("benchmark.profiler.torch_profiler"));
   EXPECT_TRUE(c.torch_profiler);
+  ASSERT_TRUE(c.gpu_selection.has_value());
+  EXPECT_EQ(c.gpu_selection->count, 1);
+  EXPECT_TRUE(c.gpu_monitor.enabled);
+  EXPECT_DOUBLE_EQ(c.gpu_monitor.interval_s, 2.0);
+}
+
+TEST(BenchmarkConfig, GpuAndLifecycleKeysAreRead) {
+  auto c = parse_benchmark_yaml(R"(benchmark:
+  model: m
+  precision: bf16
+  timeout_seconds: 90
+  gpu_selection: {auto: false, min_free_memory_gb: 20, candidates: [2, 3]}
+  server_lifecycle: {enabled: false, force_reuse: true, server_ready_timeout_s: 30}
+  profiler:
+    gpu_monitor: {enabled: true, interval_sec: 0.25}
+)", "b.yaml");
+  EXPECT_TRUE(c.precision_given);
+  EXPECT_EQ(c.precision, "bf16");
+  EXPECT_DOUBLE_EQ(c.timeout_seconds, 90);
+  ASSERT_TRUE(c.gpu_selection.has_value());
+  EXPECT_FALSE(c.gpu_selection->auto_select);
+  EXPECT_DOUBLE_EQ(c.gpu_selection->min_free_memory_gb, 20);
+  EXPECT_FALSE(c.gpu_selection->count.has_value());
+  EXPECT_EQ(c.gpu_selection->candidates, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(c.lifecycle.enabled);
+  EXPECT_TRUE(c.lifecycle.force_reuse);
+  EXPECT_DOUBLE_EQ(c.server_ready_timeout_s, 30);
+  EXPECT_DOUBLE_EQ(c.gpu_monitor.interval_s, 0.25);
+  // Without the key the default precision is only echoed, never turned into flags.
+  EXPECT_FALSE(parse_benchmark_yaml("benchmark: {model: m}", "b.yaml").precision_given);
+  EXPECT_THROW(parse_benchmark_yaml("benchmark: {model: m, profiler: {gpu_monitor: {interval_sec: 0}}}", "b.yaml"),
+               Error);
+  auto bad = parse_benchmark_yaml("benchmark: {model: m, precision: int3}", "b.yaml");
+  EXPECT_THROW(validate(bad), Error);
 }
 
 TEST(BenchmarkConfig, ShippedExampleHasNoUnknownKeys) {
