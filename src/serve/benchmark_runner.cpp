@@ -133,6 +133,10 @@ void resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
       }
       auto chosen = select_gpus(*c.gpu_selection, query_gpu_inventory(), tp);
       c.envs[chosen.env_name] = chosen.env_value;
+      // NVML numbers GPUs in PCI bus order; CUDA's default order is fastest
+      // first. Same order, so the index chosen is the GPU the engine gets.
+      if (chosen.env_name == "CUDA_VISIBLE_DEVICES" && !c.envs.count("CUDA_DEVICE_ORDER"))
+        c.envs["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
       report.gpu_selection = chosen;
     }
   }

@@ -183,6 +183,8 @@ def test_gpu_selection_sets_visible_devices_for_the_engine(magpie, tmp_path, stu
     assert sel["indices"] == [1] and sel["env"] == {"CUDA_VISIBLE_DEVICES": "1"}, sel
     assert json.loads(record.read_text())["env"]["CUDA_VISIBLE_DEVICES"] == "1"
     assert report["server"]["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    # NVML numbers GPUs in PCI order; CUDA must count the same way.
+    assert json.loads(record.read_text())["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
 def test_gpu_selection_of_a_gpu_that_does_not_exist_is_refused(magpie, tmp_path, stub_engine, fake_driver):
