@@ -74,8 +74,8 @@ NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& librarie
   resolve(api_->clock, "nvmlDeviceGetClockInfo");
   resolve(api_->temperature, "nvmlDeviceGetTemperature");
   if (api_->init == nullptr || api_->count == nullptr || api_->handle == nullptr) {
-    reason_ = fmt::format("{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2",
-                          libraries.nvml);
+    reason_ = fmt::format(
+        "{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2", libraries.nvml);
     return;
   }
   if (int rc = api_->init(); rc != kSuccess) {
@@ -102,7 +102,8 @@ NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& librarie
     }
     std::array<char, 96> text{};
     std::string name;
-    if (api_->name != nullptr && api_->name(d, text.data(), static_cast<unsigned>(text.size())) == kSuccess)
+    if (api_->name != nullptr &&
+        api_->name(d, text.data(), static_cast<unsigned>(text.size())) == kSuccess)
       name = text.data();
     handles_.emplace_back(i, d);
     names_.emplace_back(i, name);
@@ -111,17 +112,20 @@ NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& librarie
     reason_ = "NVML is loaded but reports no GPU to sample";
     return;
   }
-  for (auto [fn, what] : {std::pair{api_->utilization != nullptr, "utilization_pct (nvmlDeviceGetUtilizationRates)"},
-                          {api_->memory != nullptr || api_->memory_v2 != nullptr, "memory_used_mib (nvmlDeviceGetMemoryInfo)"},
-                          {api_->power != nullptr, "power_w (nvmlDeviceGetPowerUsage)"},
-                          {api_->clock != nullptr, "sm_clock_mhz (nvmlDeviceGetClockInfo)"},
-                          {api_->temperature != nullptr, "temperature_c (nvmlDeviceGetTemperature)"}})
+  for (auto [fn, what] :
+       {std::pair{api_->utilization != nullptr, "utilization_pct (nvmlDeviceGetUtilizationRates)"},
+        {api_->memory != nullptr || api_->memory_v2 != nullptr,
+         "memory_used_mib (nvmlDeviceGetMemoryInfo)"},
+        {api_->power != nullptr, "power_w (nvmlDeviceGetPowerUsage)"},
+        {api_->clock != nullptr, "sm_clock_mhz (nvmlDeviceGetClockInfo)"},
+        {api_->temperature != nullptr, "temperature_c (nvmlDeviceGetTemperature)"}})
     if (!fn) notes_.push_back(fmt::format("{}: not exported by this driver's NVML", what));
   available_ = true;
 }
 
 NvmlSampler::~NvmlSampler() {
-  if (api_ != nullptr && api_->shutdown != nullptr && (available_ || !handles_.empty())) api_->shutdown();
+  if (api_ != nullptr && api_->shutdown != nullptr && (available_ || !handles_.empty()))
+    api_->shutdown();
   delete api_;
   if (library_ != nullptr) ::dlclose(library_);
 }
@@ -133,7 +137,8 @@ std::vector<DeviceSample> NvmlSampler::sample() {
     DeviceSample s;
     s.index = index;
     Utilization u{};
-    if (api_->utilization != nullptr && api_->utilization(d, &u) == kSuccess) s.utilization_pct = u.gpu;
+    if (api_->utilization != nullptr && api_->utilization(d, &u) == kSuccess)
+      s.utilization_pct = u.gpu;
     MemoryV2 m2{};
     m2.version = kMemoryV2;
     Memory m{};

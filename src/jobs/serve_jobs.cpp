@@ -20,7 +20,8 @@ std::map<std::string, double> headline_metrics(const serve::BenchmarkReport& rep
     out["completed_requests"] = static_cast<double>(m.completed);
     out["failed_requests"] = static_cast<double>(m.failed);
     out["duration_seconds"] = m.duration_s;
-    for (auto [name, stats] : {std::pair{"ttft", &m.ttft}, {"tpot", &m.tpot}, {"itl", &m.itl}, {"e2el", &m.e2el}}) {
+    for (auto [name, stats] :
+         {std::pair{"ttft", &m.ttft}, {"tpot", &m.tpot}, {"itl", &m.itl}, {"e2el", &m.e2el}}) {
       const std::string prefix(name);
       out[prefix + ".mean_ms"] = stats->mean_ms;
       out[prefix + ".median_ms"] = stats->median_ms;
@@ -48,7 +49,8 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
     run.verbose = context.verbose;
     run.stop = context.cancel;
     if (context.progress) {
-      run.on_progress = [&context](double done, std::optional<double> total, const std::string& message) {
+      run.on_progress = [&context](double done, std::optional<double> total,
+                                   const std::string& message) {
         context.report(done, total, message);
       };
     }
@@ -63,7 +65,8 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
     if (out.report.gpu_selection) {
       // The GPUs the engine was given, as the store's gpu column: "NVIDIA H200 (GPU 2,3)".
       const auto& sel = *out.report.gpu_selection;
-      recorder.gpu(fmt::format("{} (GPU {})", sel.names.empty() ? "" : sel.names.front(), sel.env_value));
+      recorder.gpu(
+          fmt::format("{} (GPU {})", sel.names.empty() ? "" : sel.names.front(), sel.env_value));
     }
     for (const auto& [name, value] : headline_metrics(out.report)) recorder.metric(name, value);
     out.run_id = recorder.id();

@@ -24,7 +24,8 @@ namespace magpie::serve {
 // How the run ended. Magpie's report has `success` and we add `complete`;
 // `status` says which of these it was in one word.
 enum class RunStatus { kSuccess, kFailed, kIncomplete, kTimeout, kCancelled };
-std::string to_string(RunStatus status);  // "success", "failed", "incomplete", "timeout", "cancelled"
+std::string to_string(
+    RunStatus status);  // "success", "failed", "incomplete", "timeout", "cancelled"
 
 // The settings that shaped the numbers, echoed into the report (`config`).
 struct ConfigEcho {

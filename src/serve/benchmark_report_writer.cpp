@@ -64,7 +64,8 @@ json client_json(const CaseReport& c) {
 
 json case_json(const CaseReport& c) {
   json latency = latency_json(c.metrics);
-  if (c.metrics.itl_per_token.count) latency["itl_per_token"] = stats_block(c.metrics.itl_per_token);
+  if (c.metrics.itl_per_token.count)
+    latency["itl_per_token"] = stats_block(c.metrics.itl_per_token);
   return {{"label", c.label},
           {"concurrency", c.concurrency},
           {"input_len", c.input_len},
@@ -107,7 +108,10 @@ json gap_json(const GapAnalysisBlock& g) {
 }
 
 json selection_json(const GpuSelection& s) {
-  return {{"indices", s.indices}, {"names", s.names}, {"env", {{s.env_name, s.env_value}}}, {"reason", s.reason}};
+  return {{"indices", s.indices},
+          {"names", s.names},
+          {"env", {{s.env_name, s.env_value}}},
+          {"reason", s.reason}};
 }
 
 }  // namespace
@@ -139,10 +143,15 @@ json gpu_monitor_json(const GpuMonitorSummary& s) {
     json fields = json::object();
     for (const auto& [name, r] : g.fields)
       fields[name] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}, {"samples", r.count}};
-    gpus.push_back({{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
+    gpus.push_back(
+        {{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
   }
-  return {{"enabled", true},         {"available", true},      {"interval_sec", s.interval_s},
-          {"samples", s.samples},    {"csv_path", s.csv_path.string()}, {"gpus", gpus},
+  return {{"enabled", true},
+          {"available", true},
+          {"interval_sec", s.interval_s},
+          {"samples", s.samples},
+          {"csv_path", s.csv_path.string()},
+          {"gpus", gpus},
           {"notes", s.notes}};
 }
 
@@ -186,14 +195,15 @@ json report_json(const BenchmarkReport& r) {
     j["raw_result"] = vllm_result_json(m, {}, false);
   }
   if (r.server_metrics)
-    j["server_metrics"] =
-        prometheus_summary(r.server_metrics->first, r.server_metrics->second, r.server_metrics_prefix);
+    j["server_metrics"] = prometheus_summary(r.server_metrics->first, r.server_metrics->second,
+                                             r.server_metrics_prefix);
   if (r.torch_trace_dir) {
     j["torch_trace_dir"] = r.torch_trace_dir->string();
     j["torch_trace_files"] = r.torch_trace_files;
   }
   for (const auto& k : r.kernel_summary)
-    j["kernel_summary"].push_back({{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
+    j["kernel_summary"].push_back(
+        {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
   if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
   if (r.tracelens) j["tracelens_analysis"] = tracelens_json(*r.tracelens);
   if (r.gpu_monitor) j["gpu_monitor"] = gpu_monitor_json(*r.gpu_monitor);
@@ -226,16 +236,18 @@ std::string summary_text(const BenchmarkReport& r) {
     out += fmt::format("  Failed requests: {}\n", m.failed);
     out += fmt::format("  Duration: {:.2f}s\n", m.duration_s);
     out += "\nLatency:\n";
-    for (auto [stats, name] : {std::pair{&m.ttft, "TTFT"}, {&m.tpot, "TPOT"}, {&m.itl, "ITL"}, {&m.e2el, "E2EL"}})
+    for (auto [stats, name] :
+         {std::pair{&m.ttft, "TTFT"}, {&m.tpot, "TPOT"}, {&m.itl, "ITL"}, {&m.e2el, "E2EL"}})
       out += fmt::format("  {} (mean/p99): {:.2f} ms / {:.2f} ms\n", name, stats->mean_ms,
                          percentile_or_zero(*stats, 99));
   }
   if (r.cases.size() > 1) {
     out += "\nSweep:\n";
     for (const auto& c : r.cases)
-      out += fmt::format("  {}: {:.2f} req/s, {:.2f} tok/s, TTFT mean {:.2f} ms, TPOT mean {:.2f} ms{}\n",
-                         c.label, c.metrics.request_throughput, c.metrics.output_throughput,
-                         c.metrics.ttft.mean_ms, c.metrics.tpot.mean_ms, c.complete ? "" : " (incomplete)");
+      out += fmt::format(
+          "  {}: {:.2f} req/s, {:.2f} tok/s, TTFT mean {:.2f} ms, TPOT mean {:.2f} ms{}\n", c.label,
+          c.metrics.request_throughput, c.metrics.output_throughput, c.metrics.ttft.mean_ms,
+          c.metrics.tpot.mean_ms, c.complete ? "" : " (incomplete)");
   }
   if (r.gpu_monitor) {
     const auto& g = *r.gpu_monitor;
@@ -245,11 +257,12 @@ std::string summary_text(const BenchmarkReport& r) {
       auto range = [&](const char* field, const char* unit) -> std::string {
         auto it = gpu.fields.find(field);
         if (it == gpu.fields.end()) return fmt::format("{} n/a", field);
-        return fmt::format("{} {:.0f}/{:.0f}/{:.0f}{}", field, it->second.min, it->second.mean, it->second.max,
-                           unit);
+        return fmt::format("{} {:.0f}/{:.0f}/{:.0f}{}", field, it->second.min, it->second.mean,
+                           it->second.max, unit);
       };
-      out += fmt::format("  GPU {} (min/mean/max): {}, {}, {}, {}, {}\n", gpu.index, range("utilization_pct", "%"),
-                         range("memory_used_mib", " MiB"), range("power_w", " W"), range("sm_clock_mhz", " MHz"),
+      out += fmt::format("  GPU {} (min/mean/max): {}, {}, {}, {}, {}\n", gpu.index,
+                         range("utilization_pct", "%"), range("memory_used_mib", " MiB"),
+                         range("power_w", " W"), range("sm_clock_mhz", " MHz"),
                          range("temperature_c", " C"));
     }
   }

@@ -152,7 +152,8 @@ void resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
     c.engine_extra_args.insert(c.engine_extra_args.begin(), p.args.begin(), p.args.end());
     report.config.precision_args = p.args;
   } else if (c.precision_given) {
-    report.warnings.push_back("precision is not applied: with --endpoint the server is not launched by magpie");
+    report.warnings.push_back(
+        "precision is not applied: with --endpoint the server is not launched by magpie");
   }
 }
 
@@ -168,18 +169,20 @@ void apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
   Endpoint existing;
   existing.port = static_cast<uint16_t>(std::stoi(c.env("PORT", "8000")));
   if (answers_health(existing)) {
-    report.warnings.push_back(fmt::format(
-        "server_lifecycle: reusing the server already answering at {} (not launched, not stopped by magpie)",
-        existing.url()));
+    report.warnings.push_back(
+        fmt::format("server_lifecycle: reusing the server already answering at {} (not launched, "
+                    "not stopped by magpie)",
+                    existing.url()));
     c.endpoint = existing.url();
     return;
   }
   if (!c.lifecycle.enabled)
-    throw Error(ErrorKind::kInternal,
-                fmt::format("server_lifecycle.enabled is false, so magpie does not launch the engine, and "
-                            "nothing answers at {}/health",
-                            existing.url()),
-                "", std::nullopt, "start the server on PORT first, or set server_lifecycle.enabled: true");
+    throw Error(
+        ErrorKind::kInternal,
+        fmt::format("server_lifecycle.enabled is false, so magpie does not launch the engine, and "
+                    "nothing answers at {}/health",
+                    existing.url()),
+        "", std::nullopt, "start the server on PORT first, or set server_lifecycle.enabled: true");
 }
 
 ServerInfo server_info(const LaunchPlan& plan) {
@@ -193,9 +196,9 @@ ServerInfo server_info(const LaunchPlan& plan) {
   return s;
 }
 
-LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t n, const Endpoint& endpoint,
-                         const std::string& model_field, const RunContext& ctx,
-                         const std::atomic<bool>* stop) {
+LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t n,
+                         const Endpoint& endpoint, const std::string& model_field,
+                         const RunContext& ctx, const std::atomic<bool>* stop) {
   LoadOptions lo;
   lo.endpoint = endpoint;
   lo.request.api = c.client.api;
@@ -211,7 +214,8 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.max_concurrency = static_cast<size_t>(w.concurrency);
   lo.warmups = c.client.warmups >= 0 ? static_cast<size_t>(c.client.warmups)
                                      : static_cast<size_t>(2 * w.concurrency);
-  lo.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
+  lo.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
   lo.progress = ctx.progress;
   lo.stop = stop;
   return lo;
@@ -221,9 +225,14 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
 // what is made of its traces.
 class CaseRunner {
  public:
-  CaseRunner(const BenchmarkConfig& c, const RunContext& ctx, const RunStop& stop, EngineServer& server,
-             BenchmarkReport& report, bool& complete, bool& any_case_ok)
-      : c_(c), ctx_(ctx), stop_(stop), server_(server), report_(report), complete_(complete),
+  CaseRunner(const BenchmarkConfig& c, const RunContext& ctx, const RunStop& stop,
+             EngineServer& server, BenchmarkReport& report, bool& complete, bool& any_case_ok)
+      : c_(c),
+        ctx_(ctx),
+        stop_(stop),
+        server_(server),
+        report_(report),
+        complete_(complete),
         any_case_ok_(any_case_ok) {}
 
   void run(const std::string& model_field) {
@@ -245,14 +254,17 @@ class CaseRunner {
   bool run_case(const std::vector<WorkloadCase>& cases, size_t ci, const std::string& model_field) {
     const auto& w = cases[ci];
     const auto& endpoint = server_.plan().endpoint;
-    fs::path case_dir = cases.size() == 1 ? report_.workspace_dir : report_.workspace_dir / "cases" / w.label();
+    fs::path case_dir =
+        cases.size() == 1 ? report_.workspace_dir : report_.workspace_dir / "cases" / w.label();
     fs::create_directories(case_dir);
     bool profile_this = c_.torch_profiler && !profiled_;
     size_t n = static_cast<size_t>(w.num_prompts);
-    if (profile_this && c_.client.profile_num_prompts > 0) n = static_cast<size_t>(c_.client.profile_num_prompts);
+    if (profile_this && c_.client.profile_num_prompts > 0)
+      n = static_cast<size_t>(c_.client.profile_num_prompts);
     LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag());
     if (ctx_.on_progress) {
-      lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned, const std::string& line) {
+      lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned,
+                                                         const std::string& line) {
         // Cases count as equal parts of the run.
         double part = planned ? static_cast<double>(done) / static_cast<double>(planned) : 0.0;
         ctx_.on_progress(static_cast<double>(ci) + part, static_cast<double>(ncases),
@@ -266,17 +278,19 @@ class CaseRunner {
     std::string profile_error;
     if (profile_this) lo.on_measure_start = [&] { profile_error = start_profile(endpoint); };
     if (ctx_.progress)
-      std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1, cases.size(),
-                               w.label(), n, w.concurrency, w.request_rate);
+      std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
+                               cases.size(), w.label(), n, w.concurrency, w.request_rate);
     auto result = run_load(lo);
     log.flush();
     if (server_.plan().mode == "endpoint" && !result.server_died && !result.interrupted) {
       // No child to watch: transport failures plus a dead /health mean the
       // server went away mid-run.
-      bool transport_failures = std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
-        return r.failure == FailureReason::kConnectFailed || r.failure == FailureReason::kTransport ||
-               r.failure == FailureReason::kIncompleteStream;
-      });
+      bool transport_failures =
+          std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
+            return r.failure == FailureReason::kConnectFailed ||
+                   r.failure == FailureReason::kTransport ||
+                   r.failure == FailureReason::kIncompleteStream;
+          });
       if (transport_failures && !answers_health(endpoint)) result.server_died = true;
     }
     if (profile_this) {
@@ -314,46 +328,53 @@ class CaseRunner {
     if (result.server_died) {
       complete_ = false;
       auto status = server_.exit_status();
-      report_.errors.push_back(fmt::format(
-          "server died during case {} ({}); {} of {} requests completed, {} failed, {} never sent; report is partial",
-          w.label(), status.empty() ? "no longer answering" : status, m.completed, n, m.failed, result.not_sent));
+      report_.errors.push_back(
+          fmt::format("server died during case {} ({}); {} of {} requests completed, {} failed, {} "
+                      "never sent; report is partial",
+                      w.label(), status.empty() ? "no longer answering" : status, m.completed, n,
+                      m.failed, result.not_sent));
       return false;
     }
     if (result.interrupted) {
       complete_ = false;
       report_.errors.push_back(
           stop_.timed_out()
-              ? fmt::format("timeout: the run passed timeout_seconds ({:g} s) during case {}; the server was "
+              ? fmt::format("timeout: the run passed timeout_seconds ({:g} s) during case {}; the "
+                            "server was "
                             "stopped and the report holds what was measured",
                             c_.timeout_seconds, w.label())
-              : fmt::format("interrupted during case {}; report holds what was measured", w.label()));
+              : fmt::format("interrupted during case {}; report holds what was measured",
+                            w.label()));
       return false;
     }
     if (m.completed == 0) {
-      report_.errors.push_back(fmt::format("case {}: every request failed ({})", w.label(),
-                                           m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
+      report_.errors.push_back(
+          fmt::format("case {}: every request failed ({})", w.label(),
+                      m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
       if (c_.on_failure == "abort") return false;
     }
     return true;
   }
 
   // vLLM bench serve's result file for the case (per-request arrays included).
-  void write_raw_result(const CaseReport& cr, const std::vector<RequestRecord>& records, const WorkloadCase& w,
-                        const std::string& model_field) {
+  void write_raw_result(const CaseReport& cr, const std::vector<RequestRecord>& records,
+                        const WorkloadCase& w, const std::string& model_field) {
     auto raw = vllm_result_json(cr.metrics, records, true);
     raw["date"] = timestamp_now("%Y%m%d-%H%M%S");
     raw["backend"] = c_.client.api == ApiKind::kChat ? "openai-chat" : "vllm";
     raw["endpoint_type"] = raw["backend"];
     raw["model_id"] = model_field;
     raw["num_prompts"] = cr.num_prompts;
-    raw["request_rate"] = std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
+    raw["request_rate"] =
+        std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
     raw["burstiness"] = c_.client.burstiness;
     raw["max_concurrency"] = w.concurrency;
     write_file_atomic(cr.raw_result_path, raw.dump(2));
   }
 
   fs::path trace_dir() const {
-    return server_.plan().profiler_dir.empty() ? report_.workspace_dir / "torch_trace" : server_.plan().profiler_dir;
+    return server_.plan().profiler_dir.empty() ? report_.workspace_dir / "torch_trace"
+                                               : server_.plan().profiler_dir;
   }
 
   void profile_outputs(const std::vector<WorkloadCase>& cases) {
@@ -362,9 +383,11 @@ class CaseRunner {
       report_.torch_trace_dir = trace_dir();
       report_.torch_trace_files = traces;
       if (traces == 0) {
-        report_.errors.push_back(fmt::format("profiling: no trace files appeared in {}", trace_dir().string()));
+        report_.errors.push_back(
+            fmt::format("profiling: no trace files appeared in {}", trace_dir().string()));
       } else if (c_.gap.enabled) {
-        auto gap = run_profile_gap_analysis(trace_dir(), report_.workspace_dir / "gap_analysis", c_.gap);
+        auto gap =
+            run_profile_gap_analysis(trace_dir(), report_.workspace_dir / "gap_analysis", c_.gap);
         report_.gap_analysis = std::move(gap.block);
         report_.kernel_summary = std::move(gap.kernel_summary);
         report_.top_bottlenecks = std::move(gap.top_bottlenecks);
@@ -380,7 +403,8 @@ class CaseRunner {
       analysis::TraceLensOptions tl;
       tl.trace = trace_dir();
       tl.output_dir = report_.workspace_dir;
-      if (fs::is_directory(trace_dir() / "capture_traces")) tl.capture_dir = trace_dir() / "capture_traces";
+      if (fs::is_directory(trace_dir() / "capture_traces"))
+        tl.capture_dir = trace_dir() / "capture_traces";
       tl.isl = cases.front().input_len;
       tl.osl = cases.front().output_len;
       tl.conc = cases.front().concurrency;
@@ -416,7 +440,8 @@ void finalize(BenchmarkReport& report, bool complete, bool any_case_ok, const Ru
     report.status = RunStatus::kSuccess;
   else
     report.status = complete ? RunStatus::kFailed : RunStatus::kIncomplete;
-  report.execution_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  report.execution_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 }
 
 }  // namespace
@@ -449,7 +474,8 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   RunStop stop(ctx.stop, c.timeout_seconds);
   std::optional<GpuMonitor> monitor;
   if (c.gpu_monitor.enabled) {
-    std::vector<int> indices = report.gpu_selection ? report.gpu_selection->indices : std::vector<int>{};
+    std::vector<int> indices =
+        report.gpu_selection ? report.gpu_selection->indices : std::vector<int>{};
     monitor.emplace(c.gpu_monitor, std::move(indices), ws / "gpu_monitor.csv");
   }
   bool complete = true;
@@ -462,18 +488,21 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     report.server = server_info(server->plan());
     report.server->model_revision = model_revision(c.model, c.hf_cache_path);
     if (ctx.progress)
-      std::cerr << fmt::format("starting server: {}\n", report.server->command.empty() ? report.server->url
-                                                                                       : report.server->command);
+      std::cerr << fmt::format("starting server: {}\n", report.server->command.empty()
+                                                            ? report.server->url
+                                                            : report.server->command);
     if (ctx.on_progress) ctx.on_progress(0, std::nullopt, "waiting for the server to become ready");
     std::string served = server->start(c.server_ready_timeout_s, stop.flag());
     report.server->served_model = served;
     if (report.model.empty()) report.model = served;
-    std::string model_field = c.client.served_model_name.empty() ? served : c.client.served_model_name;
+    std::string model_field =
+        c.client.served_model_name.empty() ? served : c.client.served_model_name;
     CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok).run(model_field);
   } catch (const Error& e) {
-    report.errors.push_back(stop.timed_out() ? fmt::format("timeout: the run passed timeout_seconds ({:g} s): {}",
-                                                           c.timeout_seconds, e.what())
-                                             : std::string(e.what()));
+    report.errors.push_back(
+        stop.timed_out() ? fmt::format("timeout: the run passed timeout_seconds ({:g} s): {}",
+                                       c.timeout_seconds, e.what())
+                         : std::string(e.what()));
     if (server && !server->alive()) complete = false;
     if (report.cases.empty()) complete = false;
   }

@@ -19,7 +19,8 @@ struct RunContext {
   bool verbose = false;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT (CLI) or a cancel (MCP)
   // Milestones and request counts, for faces that relay progress (MCP).
-  std::function<void(double done, std::optional<double> total, const std::string& message)> on_progress;
+  std::function<void(double done, std::optional<double> total, const std::string& message)>
+      on_progress;
   // Called once the workspace exists, before the server starts: a run killed
   // later is still found by its workspace.
   std::function<void(const std::filesystem::path&)> on_workspace;

@@ -26,15 +26,27 @@ const std::vector<PrecisionRow>& table() {
       {Framework::kVllm, "fp8", {"--quantization", "fp8"}, {}},
       {Framework::kVllm, "fp16", {"--dtype", "float16"}, {}},
       {Framework::kVllm, "bf16", {"--dtype", "bfloat16"}, {}},
-      {Framework::kVllm, "fp4", {}, "vLLM reads FP4 from a pre-quantized checkpoint; use an FP4 model"},
+      {Framework::kVllm,
+       "fp4",
+       {},
+       "vLLM reads FP4 from a pre-quantized checkpoint; use an FP4 model"},
       {Framework::kSglang, "fp8", {"--quantization", "fp8"}, {}},
       {Framework::kSglang, "fp16", {"--dtype", "float16"}, {}},
       {Framework::kSglang, "bf16", {"--dtype", "bfloat16"}, {}},
-      {Framework::kSglang, "fp4", {}, "SGLang reads FP4 from a pre-quantized checkpoint; use an FP4 model"},
-      {Framework::kAtom, "fp8", {}, "ATOM takes its precision from the model; use an FP8 checkpoint"},
+      {Framework::kSglang,
+       "fp4",
+       {},
+       "SGLang reads FP4 from a pre-quantized checkpoint; use an FP4 model"},
+      {Framework::kAtom,
+       "fp8",
+       {},
+       "ATOM takes its precision from the model; use an FP8 checkpoint"},
       {Framework::kAtom, "fp16", {}, "ATOM takes its precision from the model"},
       {Framework::kAtom, "bf16", {}, "ATOM takes its precision from the model"},
-      {Framework::kAtom, "fp4", {}, "ATOM takes its precision from the model; use an FP4 checkpoint"},
+      {Framework::kAtom,
+       "fp4",
+       {},
+       "ATOM takes its precision from the model; use an FP4 checkpoint"},
   };
   return rows;
 }
@@ -54,15 +66,16 @@ PrecisionArgs precision_args(Framework framework, const std::string& precision,
     return r.framework == framework && r.precision == precision;
   });
   if (it == rows.end())
-    throw Error(ErrorKind::kUsage, fmt::format("precision '{}': use fp8, fp16, bf16 or fp4", precision));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("precision '{}': use fp8, fp16, bf16 or fp4", precision));
   PrecisionArgs out;
   if (it->args.empty()) {
     out.warning = fmt::format("precision {} is not applied: {}", precision, it->why_not);
     return out;
   }
   if (has_flag(given_args, it->args.front())) {
-    out.warning = fmt::format("precision {} is not applied: the engine arguments already set {}", precision,
-                              it->args.front());
+    out.warning = fmt::format("precision {} is not applied: the engine arguments already set {}",
+                              precision, it->args.front());
     return out;
   }
   out.args = it->args;

@@ -36,8 +36,8 @@ const std::vector<std::string>& gpu_monitor_fields() {
   return names;
 }
 
-std::vector<GpuFieldSummary> summarize_gpu_samples(const std::vector<GpuSampleRow>& rows,
-                                                   const std::vector<std::pair<int, std::string>>& names) {
+std::vector<GpuFieldSummary> summarize_gpu_samples(
+    const std::vector<GpuSampleRow>& rows, const std::vector<std::pair<int, std::string>>& names) {
   std::map<int, GpuFieldSummary> by_gpu;
   for (const auto& [index, name] : names) {
     by_gpu[index].index = index;

@@ -39,8 +39,8 @@ struct GpuFieldSummary {
   int index = 0;
   std::string name;
   size_t samples = 0;
-  // Keyed by the CSV column: utilization_pct, memory_used_mib, power_w, sm_clock_mhz, temperature_c.
-  // A field no sample reported is absent.
+  // Keyed by the CSV column: utilization_pct, memory_used_mib, power_w, sm_clock_mhz,
+  // temperature_c. A field no sample reported is absent.
   std::map<std::string, FieldRange> fields;
 };
 
@@ -58,8 +58,8 @@ struct GpuMonitorSummary {
 const std::vector<std::string>& gpu_monitor_fields();
 
 // Pure: per GPU, min/mean/max of each field over the rows that reported it.
-std::vector<GpuFieldSummary> summarize_gpu_samples(const std::vector<GpuSampleRow>& rows,
-                                                   const std::vector<std::pair<int, std::string>>& names);
+std::vector<GpuFieldSummary> summarize_gpu_samples(
+    const std::vector<GpuSampleRow>& rows, const std::vector<std::pair<int, std::string>>& names);
 
 // gpu_monitor.csv's text for these rows (empty cell = field not reported).
 std::string gpu_samples_csv(const std::vector<GpuSampleRow>& rows);
@@ -67,8 +67,8 @@ std::string gpu_samples_csv(const std::vector<GpuSampleRow>& rows);
 class GpuMonitor {
  public:
   // Opens NVML for `indices` (empty = every GPU) and starts sampling at once.
-  GpuMonitor(const GpuMonitorConfig& config, std::vector<int> indices, std::filesystem::path csv_path,
-             const gpu::NvmlLibraries& libraries = {});
+  GpuMonitor(const GpuMonitorConfig& config, std::vector<int> indices,
+             std::filesystem::path csv_path, const gpu::NvmlLibraries& libraries = {});
   ~GpuMonitor();  // stops the thread
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;

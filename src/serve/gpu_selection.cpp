@@ -19,8 +19,8 @@ Error selection_error(const std::string& what, const std::string& hint) {
 std::string describe(const GpuInventory& inv) {
   std::vector<std::string> parts;
   for (const auto& g : inv.gpus)
-    parts.push_back(fmt::format("{} ({}, {:.1f} of {:.1f} GB free)", g.index, g.name, g.memory_free_gb,
-                                g.memory_total_gb));
+    parts.push_back(fmt::format("{} ({}, {:.1f} of {:.1f} GB free)", g.index, g.name,
+                                g.memory_free_gb, g.memory_total_gb));
   return fmt::format("{} GPU(s): {}", inv.gpus.size(), fmt::join(parts, "; "));
 }
 
@@ -30,12 +30,13 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
                          int64_t default_count) {
   if (inventory.gpus.empty())
     throw selection_error(
-        fmt::format("no GPU found ({})", inventory.why_empty.empty() ? "the driver reports none"
-                                                                      : inventory.why_empty),
+        fmt::format("no GPU found ({})",
+                    inventory.why_empty.empty() ? "the driver reports none" : inventory.why_empty),
         "remove gpu_selection for a CPU engine, or benchmark a running server with --endpoint");
   const int64_t count = config.count.value_or(default_count);
   if (count < 1)
-    throw selection_error(fmt::format("count {} must be at least 1", count), "set gpu_selection.count: 1 or more");
+    throw selection_error(fmt::format("count {} must be at least 1", count),
+                          "set gpu_selection.count: 1 or more");
   std::vector<GpuInventoryEntry> pool;
   if (config.candidates.empty()) {
     pool = inventory.gpus;
@@ -44,9 +45,10 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
       auto it = std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
                              [&](const GpuInventoryEntry& g) { return g.index == want; });
       if (it == inventory.gpus.end())
-        throw selection_error(fmt::format("candidate GPU {} does not exist; this machine has {}", want,
-                                          describe(inventory)),
-                              "list indices that exist in gpu_selection.candidates (see magpie --gpu-info)");
+        throw selection_error(
+            fmt::format("candidate GPU {} does not exist; this machine has {}", want,
+                        describe(inventory)),
+            "list indices that exist in gpu_selection.candidates (see magpie --gpu-info)");
       if (std::none_of(pool.begin(), pool.end(), [&](const auto& g) { return g.index == want; }))
         pool.push_back(*it);
     }
@@ -59,21 +61,23 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
     for (const auto& g : pool)
       if (g.memory_free_gb >= config.min_free_memory_gb) fit.push_back(g);
     // Most free memory first; the lower index on a tie (stable).
-    std::stable_sort(fit.begin(), fit.end(),
-                     [](const auto& a, const auto& b) { return a.memory_free_gb > b.memory_free_gb; });
+    std::stable_sort(fit.begin(), fit.end(), [](const auto& a, const auto& b) {
+      return a.memory_free_gb > b.memory_free_gb;
+    });
     if (static_cast<int64_t>(fit.size()) < count)
       throw selection_error(
-          fmt::format("{} GPU(s) wanted with at least {:g} GB free, {} of {} qualify; this machine has {}",
-                      count, config.min_free_memory_gb, fit.size(), from, describe(inventory)),
+          fmt::format(
+              "{} GPU(s) wanted with at least {:g} GB free, {} of {} qualify; this machine has {}",
+              count, config.min_free_memory_gb, fit.size(), from, describe(inventory)),
           "lower gpu_selection.min_free_memory_gb or count, or free a GPU");
     fit.resize(static_cast<size_t>(count));
     for (const auto& g : fit) out.indices.push_back(g.index), out.names.push_back(g.name);
-    out.reason = fmt::format("auto: the {} of {} with the most free memory (at least {:g} GB free)", count,
-                             from, config.min_free_memory_gb);
+    out.reason = fmt::format("auto: the {} of {} with the most free memory (at least {:g} GB free)",
+                             count, from, config.min_free_memory_gb);
   } else {
     if (static_cast<int64_t>(pool.size()) < count)
-      throw selection_error(fmt::format("{} GPU(s) wanted, {} has {}; this machine has {}", count, from,
-                                        pool.size(), describe(inventory)),
+      throw selection_error(fmt::format("{} GPU(s) wanted, {} has {}; this machine has {}", count,
+                                        from, pool.size(), describe(inventory)),
                             "lower gpu_selection.count or list more candidates");
     for (int64_t i = 0; i < count; ++i) {
       out.indices.push_back(pool[static_cast<size_t>(i)].index);
@@ -87,7 +91,8 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
 
 GpuInventory query_gpu_inventory() {
   GpuInventory inv;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  // min_free_memory_gb is read as GiB, as nvidia-smi counts
+  constexpr double kGiB =
+      1024.0 * 1024.0 * 1024.0;  // min_free_memory_gb is read as GiB, as nvidia-smi counts
   // Only the device list is needed: skip the CUDA driver (SM counts).
   auto status = gpu::query_nvml({"libnvidia-ml.so.1", ""});
   inv.vendor = status.vendor;

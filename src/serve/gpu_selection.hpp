@@ -11,10 +11,10 @@
 namespace magpie::serve {
 
 struct GpuSelectionConfig {
-  bool auto_select = true;         // auto: pick the GPUs with the most free memory
-  double min_free_memory_gb = 8;   // auto: skip GPUs with less free than this
-  std::optional<int64_t> count;    // how many; default: the TP env (else 1)
-  std::vector<int> candidates;     // allowed indices; empty = every GPU
+  bool auto_select = true;        // auto: pick the GPUs with the most free memory
+  double min_free_memory_gb = 8;  // auto: skip GPUs with less free than this
+  std::optional<int64_t> count;   // how many; default: the TP env (else 1)
+  std::vector<int> candidates;    // allowed indices; empty = every GPU
 };
 
 // One GPU as the driver reports it.
@@ -33,9 +33,9 @@ struct GpuInventory {
 struct GpuSelection {
   std::vector<int> indices;
   std::vector<std::string> names;  // the driver's name of each chosen GPU
-  std::string env_name;   // CUDA_VISIBLE_DEVICES | HIP_VISIBLE_DEVICES
-  std::string env_value;  // "2,3"
-  std::string reason;     // how the choice was made, for the report
+  std::string env_name;            // CUDA_VISIBLE_DEVICES | HIP_VISIBLE_DEVICES
+  std::string env_value;           // "2,3"
+  std::string reason;              // how the choice was made, for the report
 };
 
 // Pure. Throws Error(kUsage) naming the key and what exists when the request

@@ -100,10 +100,13 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
     }
   }
   GapAnalysisBlock block;
-  block.files = analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
+  block.files =
+      analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
   block.notes = out.notes;
-  for (const auto& k : analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
-    out.kernel_summary.push_back({k.name, k.total_us / 1000.0, k.pct_total, static_cast<int64_t>(k.calls)});
+  for (const auto& k :
+       analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
+    out.kernel_summary.push_back(
+        {k.name, k.total_us / 1000.0, k.pct_total, static_cast<int64_t>(k.calls)});
     if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.name);
   }
   block.result = std::move(result);

@@ -35,8 +35,9 @@ std::string read(const fs::path& p) {
 }
 
 TEST(GpuMonitor, SummarizesEachFieldPerGpu) {
-  std::vector<GpuSampleRow> rows{row(0, 0, 10, 1000), row(0, 1, 50, std::nullopt), row(1, 0, 30, 1980),
-                                 row(1, 1, std::nullopt, std::nullopt), row(2, 0, 80, 1500)};
+  std::vector<GpuSampleRow> rows{row(0, 0, 10, 1000), row(0, 1, 50, std::nullopt),
+                                 row(1, 0, 30, 1980), row(1, 1, std::nullopt, std::nullopt),
+                                 row(2, 0, 80, 1500)};
   auto s = summarize_gpu_samples(rows, {{0, "A"}, {1, "B"}, {2, "C"}});
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].name, "A");
@@ -68,7 +69,8 @@ TEST(GpuMonitor, NoNvmlIsUnavailableWithTheReason) {
   GpuMonitor m({true, 0.05}, {}, csv, {"libnvidia-ml-absent.so.1", ""});
   auto s = m.finish();
   EXPECT_FALSE(s.available);
-  EXPECT_NE(s.reason.find("NVML not found (libnvidia-ml-absent.so.1)"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("NVML not found (libnvidia-ml-absent.so.1)"), std::string::npos)
+      << s.reason;
   EXPECT_FALSE(fs::exists(csv));
 }
 

@@ -14,7 +14,9 @@ GpuInventory four_gpus() {
   GpuInventory inv;
   inv.vendor = "NVIDIA";
   // GPU 1 is nearly full, GPU 3 the emptiest.
-  inv.gpus = {{0, "NVIDIA H200", 100, 140}, {1, "NVIDIA H200", 2, 140}, {2, "NVIDIA H200", 120, 140},
+  inv.gpus = {{0, "NVIDIA H200", 100, 140},
+              {1, "NVIDIA H200", 2, 140},
+              {2, "NVIDIA H200", 120, 140},
               {3, "NVIDIA H200", 139, 140}};
   return inv;
 }
@@ -76,11 +78,14 @@ TEST(GpuSelection, AGpuThatDoesNotExistIsNamed) {
   GpuSelectionConfig c;
   c.candidates = {0, 7};
   auto msg = message_of(c, four_gpus());
-  EXPECT_NE(msg.find("candidate GPU 7 does not exist; this machine has 4 GPU(s)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("candidate GPU 7 does not exist; this machine has 4 GPU(s)"),
+            std::string::npos)
+      << msg;
   GpuSelectionConfig many;
   many.count = 5;
   many.auto_select = false;
-  EXPECT_NE(message_of(many, four_gpus()).find("5 GPU(s) wanted, all GPUs has 4"), std::string::npos);
+  EXPECT_NE(message_of(many, four_gpus()).find("5 GPU(s) wanted, all GPUs has 4"),
+            std::string::npos);
   GpuSelectionConfig zero;
   zero.count = 0;
   EXPECT_NE(message_of(zero, four_gpus()).find("count 0"), std::string::npos);
@@ -111,9 +116,12 @@ TEST(GpuSelection, InventoryNeverThrowsWithoutADriver) {
 }
 
 TEST(EnginePrecision, EachEngineGetsItsFlagsOrAReason) {
-  EXPECT_EQ(precision_args(Framework::kVllm, "fp8", {}).args, (std::vector<std::string>{"--quantization", "fp8"}));
-  EXPECT_EQ(precision_args(Framework::kVllm, "bf16", {}).args, (std::vector<std::string>{"--dtype", "bfloat16"}));
-  EXPECT_EQ(precision_args(Framework::kSglang, "fp16", {}).args, (std::vector<std::string>{"--dtype", "float16"}));
+  EXPECT_EQ(precision_args(Framework::kVllm, "fp8", {}).args,
+            (std::vector<std::string>{"--quantization", "fp8"}));
+  EXPECT_EQ(precision_args(Framework::kVllm, "bf16", {}).args,
+            (std::vector<std::string>{"--dtype", "bfloat16"}));
+  EXPECT_EQ(precision_args(Framework::kSglang, "fp16", {}).args,
+            (std::vector<std::string>{"--dtype", "float16"}));
   auto fp4 = precision_args(Framework::kVllm, "fp4", {});
   EXPECT_TRUE(fp4.args.empty());
   EXPECT_NE(fp4.warning.find("pre-quantized"), std::string::npos);

@@ -32,7 +32,8 @@ RequestRecord ok(double start, double ttft, std::vector<double> itl, int64_t out
 }
 
 CaseReport a_case(const std::string& label, int64_t conc, double ttft_s) {
-  std::vector<RequestRecord> rs{ok(0.0, ttft_s, {0.02, 0.02, 0.02}, 4, 10), ok(0.5, ttft_s * 3, {0.04}, 2, 20)};
+  std::vector<RequestRecord> rs{ok(0.0, ttft_s, {0.02, 0.02, 0.02}, 4, 10),
+                                ok(0.5, ttft_s * 3, {0.04}, 2, 20)};
   MetricsInput in;
   in.records = &rs;
   in.duration_s = 2.0;
@@ -72,9 +73,10 @@ BenchmarkReport a_report() {
 TEST(BenchmarkReportWriter, EveryMagpieKeyIsPresent) {
   BenchmarkReport empty;  // a run that failed before anything was measured
   json j = report_json(empty);
-  for (const char* key : {"success", "framework", "model", "throughput", "latency", "kernel_summary",
-                          "top_bottlenecks", "tracelens_analysis", "gap_analysis", "gpu_monitor", "workspace_dir",
-                          "execution_time", "profiling_enabled", "run_kind", "reward_eligible", "errors"})
+  for (const char* key :
+       {"success", "framework", "model", "throughput", "latency", "kernel_summary",
+        "top_bottlenecks", "tracelens_analysis", "gap_analysis", "gpu_monitor", "workspace_dir",
+        "execution_time", "profiling_enabled", "run_kind", "reward_eligible", "errors"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_TRUE(j["throughput"].is_null());
   EXPECT_TRUE(j["gpu_monitor"].is_null());  // not asked for
@@ -102,7 +104,8 @@ TEST(BenchmarkReportWriter, TopLevelBlocksAreTheFirstCase) {
   EXPECT_NEAR(ttft["p50_ms"].get<double>(), 200.0, 1e-9);
   EXPECT_NEAR(ttft["std_ms"].get<double>(), 100.0, 1e-9);
   EXPECT_EQ(j["raw_result"]["completed"], 2);
-  EXPECT_FALSE(j["raw_result"].contains("ttfts"));  // per-request arrays live in the case's own file
+  EXPECT_FALSE(
+      j["raw_result"].contains("ttfts"));  // per-request arrays live in the case's own file
   const auto& c1 = j["cases"][1];
   EXPECT_EQ(c1["label"], "CONC4_ISL10_OSL4");
   EXPECT_EQ(c1["request_rate"], "inf");
@@ -116,10 +119,10 @@ TEST(BenchmarkReportWriter, TopLevelBlocksAreTheFirstCase) {
 
 TEST(BenchmarkReportWriter, SummaryHasMagpieLinesAndTheSweep) {
   auto text = summary_text(a_report());
-  for (const char* line : {"Benchmark Result: VLLM\n", "Model: tiny\n", "Status: SUCCESS\n",
-                           "  Completed requests: 2\n", "  TTFT (mean/p99): 200.00 ms / 298.00 ms\n",
-                           "Sweep:\n", "  CONC4_ISL10_OSL4: 1.00 req/s", "Workspace: /ws\n",
-                           "Execution time: 3.50s\n"})
+  for (const char* line :
+       {"Benchmark Result: VLLM\n", "Model: tiny\n", "Status: SUCCESS\n",
+        "  Completed requests: 2\n", "  TTFT (mean/p99): 200.00 ms / 298.00 ms\n", "Sweep:\n",
+        "  CONC4_ISL10_OSL4: 1.00 req/s", "Workspace: /ws\n", "Execution time: 3.50s\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
