@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "command_context.hpp"
@@ -169,6 +170,10 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   context.cancel = &interrupt_flag();
   InterruptScope interrupts;
   const jobs::ServingBenchmarkOutcome outcome = jobs::run_serving_benchmark(config, context);
+  // Warnings the run itself added (precision not applied, a reused server, GPU monitor notes).
+  for (const auto& w : outcome.report.warnings)
+    if (std::find(config.warnings.begin(), config.warnings.end(), w) == config.warnings.end())
+      std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
   return outcome.success ? 0 : 1;
 }

@@ -144,7 +144,10 @@ def only_workspace(out: Path, prefix: str) -> Path:
 
 
 def test_analyze_same_reports_from_cli_and_mcp(magpie, env, engine, tmp_path):
-    """The kernel harness runs `python3 -m magpie_bench`: the vllm venv (it has torch) goes first on PATH."""
+    """Correctness only (--no-perf / check_performance false), so nothing is measured: normalised
+    are the workspace folder's name and each face's output root (paths) and VOLATILE_KEYS (times
+    of day, step timings). The kernel harness runs `python3 -m magpie_bench`: the vllm venv (it has
+    torch) goes first on PATH."""
     env = dict(env, PATH=f"{serving_env.VLLM.parent}:{env['PATH']}")
     config = tmp_path / "softmax_torch.yaml"
     config.write_text(

@@ -225,6 +225,7 @@ def test_precision_becomes_the_engine_flag(magpie, tmp_path, stub_engine):
     cfg = yaml_config(tmp_path, "  precision: fp4\n")
     proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
     assert any("precision fp4 is not applied" in w for w in report["warnings"]), report["warnings"]
+    assert "warning: precision fp4 is not applied" in proc.stderr, proc.stderr  # on the console too
 
 
 def test_server_lifecycle_reuse_and_disabled(magpie, tmp_path, stub):
@@ -237,7 +238,6 @@ def test_server_lifecycle_reuse_and_disabled(magpie, tmp_path, stub):
     assert any("reusing the server already answering" in w for w in report["warnings"])
     assert report["throughput"]["completed_requests"] == 6
     # enabled: false and nothing at the port: a clear error, nothing launched.
-    free = tmp_path / "free"
     cfg.write_text(cfg.read_text().replace("force_reuse: true", "enabled: false").replace(f"PORT: {stub}", "PORT: 9"))
     proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", "/nonexistent/vllm"], tmp_path)
     assert proc.returncode == 1
