@@ -472,12 +472,15 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.config.timeout_seconds = c.timeout_seconds;
 
   RunStop stop(ctx.stop, c.timeout_seconds);
+  // The GPU monitor covers the workload: from the server being ready to the
+  // last case, so its ranges are not diluted by model loading or shutdown.
   std::optional<GpuMonitor> monitor;
-  if (c.gpu_monitor.enabled) {
+  auto start_monitor = [&] {
+    if (!c.gpu_monitor.enabled) return;
     std::vector<int> indices =
         report.gpu_selection ? report.gpu_selection->indices : std::vector<int>{};
     monitor.emplace(c.gpu_monitor, std::move(indices), ws / "gpu_monitor.csv");
-  }
+  };
   bool complete = true;
   bool any_case_ok = false;
   std::unique_ptr<EngineServer> server;
@@ -497,6 +500,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     if (report.model.empty()) report.model = served;
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
+    start_monitor();
     CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok).run(model_field);
   } catch (const Error& e) {
     report.errors.push_back(
@@ -507,8 +511,15 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     if (report.cases.empty()) complete = false;
   }
   if (stop.stopped()) complete = false;
+  if (monitor) {
+    report.gpu_monitor = monitor->finish();
+  } else if (c.gpu_monitor.enabled) {
+    GpuMonitorSummary never;
+    never.interval_s = c.gpu_monitor.interval_s;
+    never.reason = "not started: the run ended before the server was ready";
+    report.gpu_monitor = never;
+  }
   if (server) server->shutdown();
-  if (monitor) report.gpu_monitor = monitor->finish();
   finalize(report, complete, any_case_ok, stop, t_start);
   write_report_files(report, ws);
   outcome.success = report.success;
