@@ -19,6 +19,7 @@
 #include "serve/engine_command.hpp"
 #include "serve/engine_launcher.hpp"
 #include "serve/engine_precision.hpp"
+#include "serve/gpu_lock.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
 #include "serve/profiling.hpp"
@@ -116,11 +117,35 @@ class RunStop {
   std::thread watcher_;
 };
 
+// Picks the GPUs and takes their locks: another magpie run's GPUs are marked
+// busy and the choice is made again without them, until it holds or cannot be met.
+GpuLocks select_and_lock(const GpuSelectionConfig& config, GpuInventory inventory, int64_t tp,
+                         GpuSelection& chosen) {
+  GpuLocks locks;
+  while (true) {
+    chosen = select_gpus(config, inventory, tp);  // throws when too few are left
+    bool all = true;
+    for (int index : chosen.indices) {
+      auto& gpu = *std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
+                                [&](const GpuInventoryEntry& g) { return g.index == index; });
+      if (!locks.try_lock(gpu_lock_key(gpu))) {
+        gpu.busy = true;
+        all = false;
+      }
+    }
+    if (all) break;
+    locks.release_all();
+  }
+  chosen.reason += fmt::format("; locked in {} for the run", GpuLocks::default_dir().string());
+  return locks;
+}
+
 // Settings that turn into the engine's environment and flags: GPU selection,
 // precision. Runs before the workspace exists, so a request that cannot be met
-// fails without leaving an empty run behind.
-void resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
+// fails without leaving an empty run behind. Returns the GPU locks, held for the run.
+GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
   const bool endpoint = !c.endpoint.empty();
+  GpuLocks locks;
   if (c.gpu_selection) {
     if (endpoint) {
       report.warnings.push_back(
@@ -131,7 +156,8 @@ void resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
         tp = std::stoll(c.env("TP", "1"));
       } catch (const std::exception&) {
       }
-      auto chosen = select_gpus(*c.gpu_selection, query_gpu_inventory(), tp);
+      GpuSelection chosen;
+      locks = select_and_lock(*c.gpu_selection, query_gpu_inventory(), tp, chosen);
       c.envs[chosen.env_name] = chosen.env_value;
       // NVML numbers GPUs in PCI bus order; CUDA's default order is fastest
       // first. Same order, so the index chosen is the GPU the engine gets.
@@ -155,6 +181,7 @@ void resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
     report.warnings.push_back(
         "precision is not applied: with --endpoint the server is not launched by magpie");
   }
+  return locks;
 }
 
 bool answers_health(const Endpoint& e) {
@@ -452,7 +479,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   BenchmarkOutcome outcome;
   auto& report = outcome.report;
   report.warnings = c.warnings;
-  resolve_engine_settings(c, report);
+  GpuLocks gpu_locks = resolve_engine_settings(c, report);
 
   outcome.workspace = make_workspace(c);
   const auto& ws = outcome.workspace;

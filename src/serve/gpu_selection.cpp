@@ -19,8 +19,9 @@ Error selection_error(const std::string& what, const std::string& hint) {
 std::string describe(const GpuInventory& inv) {
   std::vector<std::string> parts;
   for (const auto& g : inv.gpus)
-    parts.push_back(fmt::format("{} ({}, {:.1f} of {:.1f} GB free)", g.index, g.name,
-                                g.memory_free_gb, g.memory_total_gb));
+    parts.push_back(fmt::format("{} ({}, {:.1f} of {:.1f} GB free{})", g.index, g.name,
+                                g.memory_free_gb, g.memory_total_gb,
+                                g.busy ? ", in use by another magpie run" : ""));
   return fmt::format("{} GPU(s): {}", inv.gpus.size(), fmt::join(parts, "; "));
 }
 
@@ -53,9 +54,12 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
         pool.push_back(*it);
     }
   }
+  // GPUs another magpie run holds are never handed out.
+  const size_t busy = std::erase_if(pool, [](const GpuInventoryEntry& g) { return g.busy; });
   GpuSelection out;
   out.env_name = inventory.vendor == "AMD" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
   std::string from = config.candidates.empty() ? "all GPUs" : "the candidates";
+  if (busy > 0) from += fmt::format(" not in use by another magpie run ({} are)", busy);
   if (config.auto_select) {
     std::vector<GpuInventoryEntry> fit;
     for (const auto& g : pool)
@@ -100,12 +104,17 @@ GpuInventory query_gpu_inventory() {
     GpuInventoryEntry e;
     e.index = d.index;
     e.name = d.name;
+    e.uuid = d.uuid;
     e.memory_free_gb = static_cast<double>(d.memory_free) / kGiB;
     e.memory_total_gb = static_cast<double>(d.memory_total) / kGiB;
     inv.gpus.push_back(e);
   }
   if (inv.gpus.empty()) inv.why_empty = status.notes.empty() ? "no GPU" : status.notes.front();
   return inv;
+}
+
+std::string gpu_lock_key(const GpuInventoryEntry& gpu) {
+  return gpu.uuid.empty() ? fmt::format("index{}", gpu.index) : gpu.uuid;
 }
 
 }  // namespace magpie::serve

@@ -21,7 +21,9 @@ struct GpuSelectionConfig {
 struct GpuInventoryEntry {
   int index = 0;
   std::string name;
+  std::string uuid;  // "" when the driver gave none
   double memory_free_gb = 0, memory_total_gb = 0;
+  bool busy = false;  // another magpie run holds its lock (gpu_lock.hpp): never chosen
 };
 
 struct GpuInventory {
@@ -39,11 +41,14 @@ struct GpuSelection {
 };
 
 // Pure. Throws Error(kUsage) naming the key and what exists when the request
-// cannot be met: unknown indices, too few GPUs (free enough), no GPU at all.
+// cannot be met: unknown indices, too few GPUs (free enough, not busy), no GPU at all.
 GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& inventory,
                          int64_t default_count);
 
 // The machine's GPUs through NVML (dlopen'd; no driver = empty with a reason).
 GpuInventory query_gpu_inventory();
+
+// The lock key of a GPU: its UUID, else its index.
+std::string gpu_lock_key(const GpuInventoryEntry& gpu);
 
 }  // namespace magpie::serve

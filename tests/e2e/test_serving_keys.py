@@ -187,6 +187,31 @@ def test_gpu_selection_sets_visible_devices_for_the_engine(magpie, tmp_path, stu
     assert json.loads(record.read_text())["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
+def test_gpu_selection_skips_a_gpu_another_run_holds(magpie, tmp_path, stub_engine, fake_driver):
+    """Another run's lock (a flock on the GPU's lock file, as magpie takes it) keeps its GPU out."""
+    import fcntl
+    script, record = stub_engine
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    env = dict(fake_driver, MAGPIE_GPU_LOCK_DIR=str(locks))
+    held = open(locks / "magpie-gpu-GPU-00000000-1111-2222-3333-444444444444.lock", "w")  # the stand-in's GPU 0
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        cfg = yaml_config(tmp_path, "  gpu_selection: {auto: false, candidates: [0, 1], count: 1}\n")
+        proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert report["config"]["gpu_selection"]["indices"] == [1], report["config"]
+        cfg = yaml_config(tmp_path, "  gpu_selection: {auto: false, count: 2}\n")
+        proc, _, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+        assert proc.returncode == 2 and "in use by another magpie run" in proc.stderr, proc.stderr
+    finally:
+        held.close()
+    # Released with its holder: both GPUs can be had again.
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert report["config"]["gpu_selection"]["indices"] == [0, 1]
+
+
 def test_gpu_selection_of_a_gpu_that_does_not_exist_is_refused(magpie, tmp_path, stub_engine, fake_driver):
     script, record = stub_engine
     cfg = yaml_config(tmp_path, "  gpu_selection: {candidates: [5]}\n")

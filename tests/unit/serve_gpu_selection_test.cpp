@@ -3,8 +3,11 @@
 // read by src/gpu and tested there.)
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/error.hpp"
 #include "serve/engine_precision.hpp"
+#include "serve/gpu_lock.hpp"
 #include "serve/gpu_selection.hpp"
 
 namespace magpie::serve {
@@ -14,10 +17,10 @@ GpuInventory four_gpus() {
   GpuInventory inv;
   inv.vendor = "NVIDIA";
   // GPU 1 is nearly full, GPU 3 the emptiest.
-  inv.gpus = {{0, "NVIDIA H200", 100, 140},
-              {1, "NVIDIA H200", 2, 140},
-              {2, "NVIDIA H200", 120, 140},
-              {3, "NVIDIA H200", 139, 140}};
+  inv.gpus = {{0, "NVIDIA H200", "", 100, 140},
+              {1, "NVIDIA H200", "", 2, 140},
+              {2, "NVIDIA H200", "", 120, 140},
+              {3, "NVIDIA H200", "", 139, 140}};
   return inv;
 }
 
@@ -133,6 +136,55 @@ TEST(EnginePrecision, EachEngineGetsItsFlagsOrAReason) {
   EXPECT_TRUE(given.args.empty());
   EXPECT_NE(given.warning.find("already set --dtype"), std::string::npos);
   EXPECT_THROW(precision_args(Framework::kVllm, "int3", {}), Error);
+}
+
+}  // namespace
+}  // namespace magpie::serve
+
+namespace magpie::serve {
+namespace {
+
+TEST(GpuSelection, BusyGpusAreNeverChosen) {
+  auto inv = four_gpus();
+  inv.gpus[3].busy = true;  // the emptiest, but another run holds it
+  GpuSelectionConfig c;
+  c.count = 2;
+  EXPECT_EQ(select_gpus(c, inv, 1).indices, (std::vector<int>{2, 0}));
+  c.count = 3;
+  auto msg = message_of(c, inv);
+  EXPECT_NE(msg.find("not in use by another magpie run (1 are)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 (NVIDIA H200, 139.0 of 140.0 GB free, in use by another magpie run)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(GpuLocks, ASecondHolderIsRefusedUntilTheFirstLetsGo) {
+  auto dir = std::filesystem::temp_directory_path() / "magpie_gpu_lock_test";
+  std::filesystem::create_directories(dir);
+  GpuLocks first(dir), second(dir);
+  EXPECT_TRUE(first.try_lock("GPU-aaaa"));
+  // flock is per open file: a second open in this same process is refused, as another run would be.
+  EXPECT_FALSE(second.try_lock("GPU-aaaa"));
+  EXPECT_TRUE(second.try_lock("GPU-bbbb"));
+  EXPECT_EQ(first.held(), 1u);
+  first.release_all();
+  EXPECT_TRUE(second.try_lock("GPU-aaaa"));
+  {
+    GpuLocks moved = std::move(second);  // the run's locks travel with it
+    EXPECT_EQ(moved.held(), 2u);
+    EXPECT_FALSE(first.try_lock("GPU-bbbb"));
+  }
+  EXPECT_TRUE(first.try_lock("GPU-bbbb"));  // released when the holder went away
+  EXPECT_EQ(first.path_for("GPU-a/b").filename(), "magpie-gpu-GPU-a_b.lock");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GpuLocks, KeyIsTheUuidElseTheIndex) {
+  GpuInventoryEntry g;
+  g.index = 3;
+  EXPECT_EQ(gpu_lock_key(g), "index3");
+  g.uuid = "GPU-1234";
+  EXPECT_EQ(gpu_lock_key(g), "GPU-1234");
 }
 
 }  // namespace
