@@ -229,8 +229,20 @@ TEST(DockerCommand, NvidiaAndAmd) {
       "-v /root/.cache/huggingface:/root/.cache/huggingface -e "
       "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace "
       "--entrypoint vllm vllm/vllm-openai:latest serve M --port 8000");
+  // A gpu_selection: only those GPUs go into the container, renumbered there from 0.
+  auto selected = d;
+  selected.env["CUDA_VISIBLE_DEVICES"] = "2,3";
+  selected.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  auto argv = docker_run_argv(selected);
+  auto gpus = std::find(argv.begin(), argv.end(), "--gpus");
+  ASSERT_NE(gpus, argv.end());
+  EXPECT_EQ(*(gpus + 1), "\"device=2,3\"");
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "CUDA_VISIBLE_DEVICES=2,3"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace"), argv.end());
   d.vendor = vendor_for_arch("gfx942");
+  d.env["HIP_VISIBLE_DEVICES"] = "1";  // AMD: the variable itself does the selecting
   auto amd = shell_join(docker_run_argv(d));
+  EXPECT_NE(amd.find("-e HIP_VISIBLE_DEVICES=1"), std::string::npos);
   EXPECT_NE(amd.find("--device /dev/kfd --device /dev/dri"), std::string::npos);
   EXPECT_EQ(amd.find("--gpus"), std::string::npos);
   EXPECT_EQ(default_image(Framework::kVllm, "gfx950"), "vllm/vllm-openai-rocm:latest");
