@@ -8,11 +8,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/child_process.hpp"
+#include "gpu/amd_smi.hpp"
 #include "gpu/gpu_info_report.hpp"
 #include "gpu/nvml.hpp"
 #include "kernel/evaluator.hpp"
-#include "kernel/gpu_info.hpp"
-#include "kernel/process_runner.hpp"
 
 namespace magpie::app {
 
@@ -23,7 +23,7 @@ namespace {
 // On PATH, else where the toolkits install by default (a login shell's PATH
 // often lacks /usr/local/cuda/bin).
 std::string find_tool(const std::string& name, const std::vector<fs::path>& fallbacks) {
-  if (auto path = kernel::find_on_path(name); !path.empty()) return path;
+  if (auto path = find_on_path(name); !path.empty()) return path;
   for (const auto& dir : fallbacks) {
     if (::access((dir / name).c_str(), X_OK) == 0) return (dir / name).string();
   }
@@ -33,16 +33,12 @@ std::string find_tool(const std::string& name, const std::vector<fs::path>& fall
 // The line of `tool --version` that carries the version ("Cuda compilation
 // tools, release 13.0, V13.0.88", "HIP version: 6.2.41133"), else its first line.
 std::string tool_version(const std::string& path) {
-  fs::path log =
-      fs::temp_directory_path() / ("magpie-gpu-info-" + std::to_string(::getpid()) + ".log");
-  kernel::ProcessSpec spec;
+  ProcessSpec spec;
   spec.argv = {path, "--version"};
   spec.timeout = std::chrono::seconds(20);
-  spec.log_path = log;
-  auto result = kernel::run_process(spec);
-  std::string text = result.ok() ? kernel::log_tail(log, 4000) : std::string{};
-  std::error_code ec;
-  fs::remove(log, ec);
+  spec.capture_output = true;
+  auto result = run_process(spec);
+  std::string text = result.ok() ? result.output : std::string{};
   std::istringstream lines(text);
   std::string line, first;
   while (std::getline(lines, line)) {
@@ -113,16 +109,15 @@ gpu::GpuInfoReport gather() {
   if (!report.system.devices.empty()) {
     report.architecture = gpu::architecture_of(report.system.devices.front());
   } else {
-    // No NVML device: rocminfo (AMD) or nvidia-smi may still name the GPU.
-    auto other = kernel::detect_gpu();
-    if (other.found()) {
-      report.system.vendor = other.vendor;
-      report.architecture = other.arch;
-      report.system.notes.push_back(
-          other.vendor == "AMD"
-              ? "AMD GPU found by rocminfo; per-device fields are read from NVML only (amd-smi is "
-                "not read yet)"
-              : "GPU named by nvidia-smi, but NVML gave no device details");
+    // No NVML device: amd-smi (then rocminfo) for AMD GPUs, into the same typed status.
+    gpu::SystemStatus amd = gpu::query_amd_gpus();
+    if (!amd.devices.empty()) {
+      std::vector<std::string> nvml_notes = std::move(report.system.notes);
+      report.system = std::move(amd);
+      report.architecture = gpu::architecture_of(report.system.devices.front());
+      report.system.notes.insert(report.system.notes.end(), nvml_notes.begin(), nvml_notes.end());
+    } else {
+      report.system.notes.insert(report.system.notes.end(), amd.notes.begin(), amd.notes.end());
     }
   }
   if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0') {

@@ -26,6 +26,8 @@ def parse_args(argv):
     p.add_argument("--max-time", type=float, default=15.0)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-l2-flush", action="store_true")
+    p.add_argument("--no-integrity", action="store_true",
+                   help="skip the timing-integrity spot checks (docs/KERNEL_EVALUATION.md)")
     return p.parse_args(argv)
 
 
@@ -64,8 +66,14 @@ def main(argv=None):
             seed_all(a.seed)
             inputs = inputs_fn()
             inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            integrity = None
+            if not a.no_integrity:
+                from .integrity import Integrity
+                baseline = instantiate(load_target(a.baseline, a.baseline_dir), init) if a.baseline else None
+                integrity = Integrity(target, inputs, inputs_fn, baseline, a.seed, a.rtol, a.atol,
+                                      horizon=max(a.min_samples, 3))
             out = time_callable(lambda: target(*inputs), a.max_noise, a.min_samples, a.min_time, a.max_time,
-                                a.warmup, not a.no_l2_flush)
+                                a.warmup, not a.no_l2_flush, integrity=integrity)
             payload = latency_payload(out)
             print("MAGPIE_LATENCY_JSON: " + json.dumps(payload))
             code = 0 if "error" not in payload else 1

@@ -53,3 +53,31 @@ def window_unions(kernels, windows):
         names = sorted({n for s, e, n in iv if e > lo and s < hi})
         out.append((union_ns(inside, lo, hi), names))
     return out
+
+
+def unjoined_work(kernels, windows, spin_name):
+    """Work a caller's stream did not wait for, per timed window.
+
+    The timing loop runs a spin kernel on the caller's stream before the call and
+    a tiny one right after it: the last spin in a window marks where that stream
+    got past the call. A kernel on another stream that ends after that point ran
+    unordered with respect to the caller. Returns (windows hit, a kernel name,
+    the largest lateness ns) or None. Deterministic: a properly joined side
+    stream can never end after the caller's stream moved on.
+    """
+    hit, worst, worst_name = 0, 0, ""
+    for lo, hi in windows:
+        inside = [k for k in kernels if k["end"] > lo and k["start"] < hi]
+        spins = sorted((k for k in inside if spin_name in k.get("name", "")), key=lambda k: k["start"])
+        if len(spins) < 2:
+            continue
+        post = spins[-1]
+        caller = post.get("stream")
+        late = [(k["end"] - post["start"], k.get("name", "")) for k in inside
+                if spin_name not in k.get("name", "") and k.get("stream") != caller and k["end"] > post["start"]]
+        if late:
+            hit += 1
+            lateness, name = max(late)
+            if lateness > worst:
+                worst, worst_name = lateness, name
+    return (hit, worst_name, worst) if hit else None

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from .intervals import read_jsonl, window_unions
+from .intervals import read_jsonl, unjoined_work, window_unions
 from .stopping import StdRelCriterion, rel_stddev
 
 
@@ -73,6 +73,32 @@ class CuptiMarks:
             windows.append((s, e))
         return window_unions(kernels, windows)
 
+    def kernels_in_labels(self, labels):
+        """Union ns and names for windows marked label+'s' / label+'e'."""
+        if self.lib is None or not labels:
+            return []
+        self.lib.magpie_cupti_flush()
+        kernels, markers = read_jsonl(self.jsonl)
+        kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
+        ts = {m["marker"]: m["ts"] for m in markers}
+        windows = [(ts[l + "s"], ts[l + "e"]) for l in labels if l + "s" in ts and l + "e" in ts]
+        return window_unions(kernels, windows)
+
+    def unjoined_side_work(self, prefix, n):
+        """A sentence when some timed window has work the caller's stream did not wait for, else None."""
+        if self.lib is None:
+            return None
+        kernels, markers = read_jsonl(self.jsonl)
+        ts = {m["marker"]: m["ts"] for m in markers}
+        windows = [(ts.get("%ss%d" % (prefix, i)), ts.get("%se%d" % (prefix, i))) for i in range(n)]
+        found = unjoined_work(kernels, [w for w in windows if None not in w], SPIN_KERNEL)
+        if not found:
+            return None
+        hit, name, late_ns = found
+        return ("in %d of %d timed windows, kernel %s on another stream was still running %.1f us after the "
+                "caller's stream had moved past the call: the output is not ready for a consumer on the "
+                "caller's stream (join the side stream before returning)" % (hit, len(windows), name, late_ns / 1e3))
+
 
 class ClockMonitor:
     """SM clock via NVML; None when NVML is missing."""
@@ -98,7 +124,9 @@ class ClockMonitor:
 
 
 def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_s=15.0, warmup=5,
-                  l2_flush=True, throttle_fraction=0.75):
+                  l2_flush=True, throttle_fraction=0.75, integrity=None):
+    """Samples of fn's GPU time. `integrity` (an integrity.Integrity) gets its spot
+    checks run between samples at its positions, and one after the last sample."""
     if not torch.cuda.is_available():
         return {"error": "timing needs a CUDA GPU (torch.cuda.is_available() is False)"}
     dev = torch.cuda.current_device()
@@ -108,6 +136,8 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush_buf = torch.ones(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda") if l2_flush else None
     marks, clock = CuptiMarks(), ClockMonitor(dev)
+    if integrity is not None:
+        integrity.marks = marks
     can_spin = hasattr(torch.cuda, "_sleep")
     cycles = spin_cycles(fn, getattr(clock, "max_mhz", None)) if can_spin else 0
     crit = StdRelCriterion(max_noise, min_samples, min_time_s, max_time_s)
@@ -115,7 +145,11 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
     event_ms, clocks, kept = [], [], []
     t0 = time.perf_counter()
     i = 0
+    spots = 0
     while True:
+        if integrity is not None and integrity.due(i):
+            integrity.spot(spots)  # outside every timed window
+            spots += 1
         if flush_buf is not None:
             flush_buf.sum()
         torch.cuda.synchronize()
@@ -125,6 +159,8 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
         start_ev.record()
         fn()
         stop_ev.record()
+        if can_spin:
+            torch.cuda._sleep(1)  # marks on CUPTI's clock where the caller's stream got past the call
         torch.cuda.synchronize()
         marks.mark("me%d" % i)
         ms = start_ev.elapsed_time(stop_ev)
@@ -137,6 +173,8 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
         i += 1
         if crit.should_stop(kept, sum(kept), time.perf_counter() - t0):
             break
+    if integrity is not None:
+        integrity.spot(spots)
     keep = [not (c is not None and clock.max_mhz and c < throttle_fraction * clock.max_mhz) for c in clocks]
     result = {"stopped_by": crit.reason, "taken": len(event_ms), "throttled_discarded": keep.count(False),
               "l2_flush_bytes": 0 if flush_buf is None else 4 * flush_buf.numel(),
@@ -159,6 +197,13 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
         samples, mode = union_ms, "cupti_union"
     else:
         result["crosscheck"] = {"warning": "libmagpie_cupti.so not loaded: events not cross-checked"}
+    if integrity is not None:
+        fresh_union, unjoined = None, None
+        if cupti is not None:
+            fresh_union = [u / 1e6 for u, _ in marks.kernels_in_labels(integrity.fresh_marks)]
+            unjoined = marks.unjoined_side_work("m", len(event_ms))
+        result["integrity"] = integrity.finish(statistics.median(samples) if samples else 0.0, fresh_union,
+                                               unjoined)
     result["mode"] = mode
     result["samples_ms"] = samples
     result["noise"] = rel_stddev(samples)
@@ -179,4 +224,5 @@ def latency_payload(result):
                       "estimate_ms": statistics.median(s)},
             "kernel_name": ",".join(result.get("crosscheck", {}).get("kernels", []))[:500],
             "stopped_by": result["stopped_by"], "noise": result["noise"],
+            "integrity": result.get("integrity"),
             "throttled_discarded": result["throttled_discarded"], "crosscheck": result.get("crosscheck")}

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/gpu_timeline.hpp"
+#include "gpu/environment.hpp"
 #include "sources/kernel_name.hpp"
 #include "trace/trace.hpp"
 #include "trace/trace_links.hpp"
@@ -69,6 +70,7 @@ struct GapAnalysisResult {
   double total_duration_us = 0;
   std::vector<SkippedTrace> skipped;
   std::vector<std::string> warnings;
+  gpu::EnvironmentSnapshot environment;  // where the analysis ran (no GPU used)
 };
 
 RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& config);

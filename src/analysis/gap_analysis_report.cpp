@@ -188,6 +188,7 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
   json rank_csvs = json::array();
   for (const auto& p : files.rank_csvs) rank_csvs.push_back(p.string());
   out["rank_csv_paths"] = std::move(rank_csvs);
+  out["environment"] = gpu::environment_json(result.environment);
   return out;
 }
 

@@ -83,6 +83,9 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
                 "--start-pct/--end-pct window");
   }
   merge_ranks(result);
+  gpu::EnvironmentRequest env;
+  env.gpu_indices = std::vector<int>{};  // a trace analysis runs on the CPU
+  result.environment = gpu::capture_environment(env);
   return result;
 }
 

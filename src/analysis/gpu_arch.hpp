@@ -29,9 +29,13 @@ struct GpuArch {
   // Other spellings accepted by find_gpu_arch and name matching
   // ("H200 SXM", "gfx942", "sm_80").
   std::vector<std::string> aliases;
+  // A board told apart from a sibling only by its name (H100 PCIe, H200 NVL):
+  // never picked from compute properties alone.
+  bool board_variant = false;
+  std::string source;  // "Magpie datasheet" or the --gpu-arch-file that added it
 };
 
-// A100 SXM 80GB, H100 SXM, H200 SXM, B200 (HGX), MI300X, MI325X, MI350X, MI355X.
+// gpu::datasheet() in the roofline's shape, per device (docs/GPU_DATASHEET.md).
 const std::vector<GpuArch>& builtin_gpu_archs();
 
 struct ArchPick {
@@ -40,8 +44,7 @@ struct ArchPick {
 };
 
 // Picks the arch for one Kineto deviceProperties entry. A non-empty name is
-// matched by whole-word, case-insensitive substring ("NVIDIA H100 80GB HBM3"
-// → H100); an empty name falls back to (major, minor, SM count), using total
+// matched by gpu::match_device_name ("NVIDIA H100 80GB HBM3" → H100); an empty name falls back to (major, minor, SM count), using total
 // memory to separate GPUs that share a die (H100 vs H200, MI300X vs MI325X).
 // total_global_mem_bytes <= 0 means unknown.
 ArchPick pick_gpu_arch(std::string_view device_name, int compute_major, int compute_minor,

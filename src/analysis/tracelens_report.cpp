@@ -377,7 +377,8 @@ json tracelens_manifest_json(const TraceLensResult& r) {
             {"trace_dir", r.trace_dir},
             {"output_files", r.output_files},
             {"errors", r.errors},
-            {"warnings", r.warnings}};
+            {"warnings", r.warnings},
+            {"environment", gpu::environment_json(r.environment)}};
   if (r.mode == "pytorch") {
     m["num_ranks"] = r.num_ranks;
     m["export_format"] = r.export_format;
@@ -424,6 +425,9 @@ TraceLensResult run_tracelens(const TraceLensOptions& o) {
   const fs::path out_root = o.output_dir / "tracelens";
   fs::create_directories(out_root);
   TraceLensResult r = o.mode == "pytorch" ? run_pytorch(o, out_root) : run_inference(o, out_root);
+  gpu::EnvironmentRequest env;
+  env.gpu_indices = std::vector<int>{};  // a trace analysis runs on the CPU
+  r.environment = gpu::capture_environment(env);
   r.manifest = out_root / "tracelens_manifest.json";
   r.output_files.push_back(r.manifest.string());
   write_file_atomic(r.manifest, tracelens_manifest_json(r).dump(2) + "\n");

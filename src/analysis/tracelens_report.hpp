@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/step_annotation.hpp"
+#include "gpu/environment.hpp"
 #include "trace/kineto_reader.hpp"
 
 namespace magpie::analysis {
@@ -96,6 +97,7 @@ struct TraceLensResult {
   std::vector<std::string> warnings;
   double load_s = 0, analyse_s = 0, total_s = 0;
   std::filesystem::path manifest;  // DIR/tracelens/tracelens_manifest.json
+  gpu::EnvironmentSnapshot environment;  // where the analysis ran (no GPU used)
 };
 
 // Writes the reports and DIR/tracelens/tracelens_manifest.json. Problems with

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "gpu/datasheet_json.hpp"
+
 namespace magpie::gpu {
 
 std::string architecture_of(const DeviceStatus& device) {
+  if (!device.arch.empty()) return device.arch;
   if (device.cc_major <= 0) return {};
   return fmt::format("sm_{}{}", device.cc_major, device.cc_minor);
 }
@@ -67,6 +70,22 @@ void append_device(std::string& out, const DeviceStatus& d) {
   out += fmt::format("    Temperature: {}\n", number_or_unknown(d.temperature_c, " C"));
   out += fmt::format("    MIG: {}, ECC: {}\n", mode_text(d.mig_enabled), mode_text(d.ecc_enabled));
   out += fmt::format("    PCIe: {}\n", pcie_text(d.pcie));
+  const auto sheet = device_datasheet_json(d);
+  if (sheet["figures_from"] == "datasheet") {
+    out += fmt::format("    Datasheet: {} ({:g} TB/s, {} bf16 TFLOP/s dense)\n",
+                       sheet["entry"]["name"].get<std::string>(),
+                       sheet["memory_bandwidth_tbps"].get<double>(),
+                       sheet["peak_bf16_tflops"].is_number()
+                           ? fmt::format("{:g}", sheet["peak_bf16_tflops"].get<double>())
+                           : std::string("?"));
+  } else {
+    out +=
+        fmt::format("    Datasheet: none ({}); driver-reported bandwidth {}\n",
+                    sheet["match"].get<std::string>(),
+                    sheet["memory_bandwidth_tbps"].is_number()
+                        ? fmt::format("{:.2f} TB/s", sheet["memory_bandwidth_tbps"].get<double>())
+                        : std::string("(unknown)"));
+  }
 }
 
 template <typename T>
@@ -116,6 +135,7 @@ nlohmann::json device_json(const DeviceStatus& d) {
         {"width", value_or_null(d.pcie.width)},
         {"max_gen", value_or_null(d.pcie.max_gen)},
         {"max_width", value_or_null(d.pcie.max_width)}}},
+      {"datasheet", device_datasheet_json(d)},
   };
 }
 

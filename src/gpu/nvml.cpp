@@ -10,6 +10,12 @@
 
 namespace magpie::gpu {
 
+double driver_memory_bandwidth_tbps(const DeviceStatus& device) {
+  // HBM and GDDR both move data on both clock edges as NVML counts the clock.
+  return static_cast<double>(device.max_mem_clock_mhz) * 1e6 * 2 *
+         (device.memory_bus_width_bits / 8.0) / 1e12;
+}
+
 std::string cuda_version_string(int driver_version) {
   if (driver_version <= 0) return {};
   return fmt::format("{}.{}", driver_version / 1000, (driver_version % 1000) / 10);
@@ -77,6 +83,7 @@ struct NvmlApi {
   X(nvmlDeviceGetMemoryInfo_v2) \
   X(nvmlDeviceGetClockInfo) \
   X(nvmlDeviceGetMaxClockInfo) \
+  X(nvmlDeviceGetMemoryBusWidth) \
   X(nvmlDeviceGetPowerManagementLimit) \
   X(nvmlDeviceGetEnforcedPowerLimit) \
   X(nvmlDeviceGetPowerUsage) \
@@ -154,6 +161,7 @@ class DeviceReader {
       out_.cc_minor = minor;
     }
     read_memory();
+    read_bus_width();
     read_clocks();
     read_power();
     read_temperature();
@@ -179,6 +187,14 @@ class DeviceReader {
       out_.memory_total = mem.total;
       out_.memory_free = mem.free;
       out_.memory_used = mem.used;
+    }
+  }
+
+  void read_bus_width() {
+    unsigned bits = 0;
+    if (call("memory_bus_width_bits", "nvmlDeviceGetMemoryBusWidth",
+             api_.nvmlDeviceGetMemoryBusWidth, &bits)) {
+      out_.memory_bus_width_bits = bits;
     }
   }
 

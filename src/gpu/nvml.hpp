@@ -18,8 +18,10 @@ struct DeviceStatus {
   int index = 0;                       // NVML index (nvidia-smi's order: PCI bus order)
   std::string name, uuid, pci_bus_id;  // "NVIDIA H200", "GPU-…", "00000000:19:00.0"
   int cc_major = 0, cc_minor = 0;      // compute capability
-  int sm_count = 0;                    // CUDA driver's MULTIPROCESSOR_COUNT; 0 = unknown
+  std::string arch;                    // AMD: "gfx942" from amd-smi/rocminfo; NVIDIA: "" (from cc)
+  int sm_count = 0;                    // CUDA driver's MULTIPROCESSOR_COUNT (AMD: CUs); 0 = unknown
   uint64_t memory_total = 0, memory_free = 0, memory_used = 0;  // bytes
+  unsigned memory_bus_width_bits = 0;
   unsigned sm_clock_mhz = 0, mem_clock_mhz = 0, max_sm_clock_mhz = 0, max_mem_clock_mhz = 0;
   double power_limit_w = 0, power_draw_w = 0;
   unsigned temperature_c = 0;
@@ -40,6 +42,11 @@ struct NvmlLibraries {
   std::string nvml = "libnvidia-ml.so.1";
   std::string cuda = "libcuda.so.1";  // "" = do not ask the CUDA driver for SM counts
 };
+
+// Peak memory bandwidth the driver's figures imply (max memory clock x 2
+// transfers per clock x bus width), TB/s; 0 when either is unreported. The
+// fallback for GPUs the datasheet does not know.
+double driver_memory_bandwidth_tbps(const DeviceStatus& device);
 
 // Never throws for a missing or broken driver: empty devices and a note instead.
 SystemStatus query_nvml(const NvmlLibraries& libraries = {});

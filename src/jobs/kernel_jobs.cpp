@@ -114,6 +114,9 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     KernelEvaluationOutcome out;
     out.compare = request.compare;
     out.gpu = detect_gpu();
+    gpu::EnvironmentRequest env_request;
+    if (!out.gpu.arch.empty()) env_request.env_passed["MAGPIE_GPU_ARCH"] = out.gpu.arch;  // set for every stage
+    out.environment = gpu::capture_environment(env_request);
     recorder.gpu(out.gpu.name);
     KernelConfig cfg = resolve_kernel_config(request, out.gpu);
     out.warnings = cfg.warnings;
@@ -195,10 +198,11 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
 }
 
 nlohmann::json report_json(const KernelEvaluationOutcome& o) {
+  const ReportEnvironment env{o.environment, o.gpu};
   if (o.compare && o.ranking) {
-    return compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp);
+    return compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp, &env);
   }
-  return analyze_report(o.evaluations, o.timestamp);
+  return analyze_report(o.evaluations, o.timestamp, &env);
 }
 
 std::string console_text(const KernelEvaluationOutcome& o) {

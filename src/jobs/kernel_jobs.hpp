@@ -14,6 +14,7 @@
 #include "jobs/job_context.hpp"
 #include "kernel/cupti_choice.hpp"
 #include "kernel/evaluation.hpp"
+#include "gpu/environment.hpp"
 #include "kernel/gpu_info.hpp"
 #include "kernel/kernel_config.hpp"
 #include "kernel/ranking.hpp"
@@ -59,6 +60,7 @@ struct KernelEvaluationRequest {
 struct KernelEvaluationOutcome {
   bool compare = false;
   kernel::GpuInfo gpu;
+  gpu::EnvironmentSnapshot environment;  // the report's environment block
   std::vector<kernel::Evaluation> evaluations;
   std::optional<kernel::Ranking> ranking;  // compare only
   kernel::VerdictSettings verdict_settings;

@@ -1,5 +1,7 @@
 #include "kernel/command.hpp"
 
+#include "core/child_process.hpp"
+
 #include <cctype>
 #include <cstdlib>
 
@@ -85,20 +87,6 @@ Command split_command(std::string_view text) {
   return argv;
 }
 
-std::string join_command(const Command& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    bool plain = !a.empty() && a.find_first_of(" \t\n'\"$\\;&|<>()*?") == std::string::npos;
-    if (plain) {
-      out += a;
-    } else {
-      out += '\'';
-      for (char c : a) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    }
-  }
-  return out;
-}
+std::string join_command(const Command& argv) { return shell_join(argv); }
 
 }  // namespace magpie::kernel

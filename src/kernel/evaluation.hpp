@@ -28,6 +28,12 @@ struct StageResult {
 };
 
 // One performance run of one implementation.
+// A timing-integrity rule the harness saw broken (python/magpie_bench/integrity.py).
+struct IntegrityViolation {
+  std::string rule;
+  std::string detail;
+};
+
 struct RoundMeasurement {
   int round = 0;                        // -1 for the probe
   bool probe = false;                   // cupti_kind auto's probe: kept out of samples and the kernel table
@@ -41,6 +47,7 @@ struct RoundMeasurement {
   double timed_blocks = 0;              // their thread blocks, summed
   double wall_seconds = 0;
   std::filesystem::path cupti_jsonl;
+  std::vector<IntegrityViolation> integrity_violations;  // from the payload's integrity block
 };
 
 struct Evaluation {

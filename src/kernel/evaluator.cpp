@@ -39,6 +39,20 @@ std::vector<std::string> timed_kernel_names(const LatencyReport& lat) {
   return {lat.kernel_name};
 }
 
+// The violated timing-integrity rules a harness reports, as
+// {"integrity": {"violations": [{"rule", "detail"}]}} (ours does; a user's may).
+std::vector<IntegrityViolation> integrity_violations(const nlohmann::json& p) {
+  std::vector<IntegrityViolation> out;
+  if (!p.is_object() || !p.contains("integrity") || !p["integrity"].is_object()) return out;
+  const auto& v = p["integrity"].value("violations", nlohmann::json::array());
+  if (!v.is_array()) return out;
+  for (const auto& x : v) {
+    if (!x.is_object()) continue;
+    out.push_back({x.value("rule", std::string("unnamed")), x.value("detail", std::string())});
+  }
+  return out;
+}
+
 // Count and thread blocks of the kernels a harness timed (`names`, each a name
 // or a prefix of the full signature; all when empty), never the harness's own
 // L2-flush and spin kernels. They size CUPTI's two overheads.
@@ -235,15 +249,17 @@ Command Evaluator::harness_command(const Evaluation& e, const std::string& mode,
                "--target-dir", e.spec.working_dir.string(), "--inputs", inputs_spec(e.spec), "--json",
                json_out.string(), "--seed", std::to_string(l.seed)};
   if (!e.spec.get_init_inputs_func.empty()) argv.insert(argv.end(), {"--init-inputs", e.spec.get_init_inputs_func});
+  // Both modes compare against the baseline: check on fresh seeds, time in its
+  // integrity spot checks (outputs of timed calls on refilled inputs).
+  if (opt_.baseline != nullptr && opt_.baseline->id != e.spec.id && !opt_.baseline->bench_target.empty()) {
+    argv.insert(argv.end(), {"--baseline", target_spec(opt_.baseline->bench_target), "--baseline-dir",
+                             opt_.baseline->working_dir.string()});
+  }
+  if (c.tolerances_set) {
+    argv.insert(argv.end(), {"--atol", fmt::format("{}", c.atol), "--rtol", fmt::format("{}", c.rtol)});
+  }
   if (mode == "check") {
     argv.insert(argv.end(), {"--seeds", std::to_string(c.seeds)});
-    if (opt_.baseline != nullptr && opt_.baseline->id != e.spec.id && !opt_.baseline->bench_target.empty()) {
-      argv.insert(argv.end(), {"--baseline", target_spec(opt_.baseline->bench_target), "--baseline-dir",
-                               opt_.baseline->working_dir.string()});
-    }
-    if (c.tolerances_set) {
-      argv.insert(argv.end(), {"--atol", fmt::format("{}", c.atol), "--rtol", fmt::format("{}", c.rtol)});
-    }
     if (c.equal_nan) argv.emplace_back("--equal-nan");
   } else {
     argv.insert(argv.end(), {"--max-noise", fmt::format("{}", l.max_noise), "--min-samples",
@@ -361,6 +377,7 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
     if (auto lat = parse_latency_output(output)) {
       timed_names = timed_kernel_names(*lat);
       if (!probe) e.latency_report = *lat;  // the report is the last measured round's
+      m.integrity_violations = integrity_violations(lat->payload);
       if (lat->success) {
         m.source = "latency_json" + (lat->mode.empty() ? std::string() : ":" + lat->mode);
         for (double ms : lat->samples_ms) m.samples_ns.push_back(ms * 1e6);
@@ -448,6 +465,12 @@ std::optional<std::string> no_gpu_work(const Evaluation& e) {
         "no GPU work measured in {} of {} timed windows (0 ns): cached or skipped computation? "
         "Not ranked (rule: empty timed window)",
         empty_windows, windows);
+  }
+  // The harness's spot checks (python/magpie_bench/integrity.py), any round.
+  for (const auto& m : e.rounds) {
+    if (m.probe || m.integrity_violations.empty()) continue;
+    const auto& v = m.integrity_violations.front();
+    return fmt::format("timing integrity, round {}: {}. Not ranked (rule: {})", m.round, v.detail, v.rule);
   }
   if (rounds > 0 && rounds_without_kernels == rounds) {
     return fmt::format(

@@ -1,13 +1,16 @@
 #include "kernel/gpu_info.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <sstream>
+
+#include "gpu/amd_smi.hpp"
+#include "gpu/datasheet.hpp"
+#include "gpu/gpu_info_report.hpp"
+#include "gpu/nvml.hpp"
 
 namespace magpie::kernel {
 
@@ -22,77 +25,53 @@ std::optional<std::string> sm_arch_from_compute_cap(const std::string& cap) {
 }
 
 void fill_peaks(GpuInfo& info) {
-  struct Peak {
-    const char* needle;
-    double tbps, tflops;
-  };
-  static constexpr std::array<Peak, 9> kPeaks{{{"H200", 4.8, 989},
-                                               {"H100", 3.35, 989},
-                                               {"A100", 2.04, 312},
-                                               {"B200", 8.0, 2250},
-                                               {"MI300X", 5.3, 1307},
-                                               {"MI325X", 6.0, 1307},
-                                               {"MI350X", 8.0, 2307},
-                                               {"MI355X", 8.0, 2517},
-                                               {"gfx942", 5.3, 1307}}};
-  for (const auto& p : kPeaks) {
-    if (info.name.find(p.needle) != std::string::npos || info.arch == p.needle) {
-      info.peak_tbps = p.tbps;
-      info.peak_tflops = p.tflops;
-      return;
-    }
+  auto match = gpu::find_spec_for_device(info.name, info.memory_bytes);
+  const gpu::GpuSpec* spec = match.spec;
+  std::string why = match.reason;
+  if (spec == nullptr && !info.arch.empty()) {
+    // rocminfo names only the architecture; gfx942 alone names MI300X.
+    spec = gpu::find_spec(info.arch);
+    if (spec != nullptr) why = fmt::format("architecture {} names {}", info.arch, spec->name);
   }
-}
-
-std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return {};
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    auto p = std::filesystem::path(dir.empty() ? "." : dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  if (spec == nullptr) {
+    info.peaks_source =
+        info.peak_tbps > 0
+            ? fmt::format("driver-reported memory bandwidth, no compute peak ({})", why)
+            : fmt::format("no peaks: {}", why);
+    return;
   }
-  return {};
+  // MI250X: the driver's device is one GCD, half the package the datasheet describes.
+  const double per = 1.0 / spec->devices_per_package;
+  info.peak_tbps = spec->memory_bandwidth_tbps.value * per;
+  auto bf16 = spec->peak(gpu::Precision::kBf16, gpu::ExecUnit::kMatrix);
+  if (!bf16) bf16 = spec->peak(gpu::Precision::kFp16, gpu::ExecUnit::kMatrix);
+  info.peak_tflops = bf16 ? bf16->value * per : 0;
+  info.peaks_source = fmt::format("datasheet entry {} ({}; {})", spec->name,
+                                  spec->memory_bandwidth_tbps.source, why);
 }
-
-namespace {
-std::string capture(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
-  if (!pipe) return {};
-  std::string out;
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe.get()) != nullptr) out += buf.data();
-  return out;
-}
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  while (!s.empty() && s.front() == ' ') s.erase(0, 1);
-  return s;
-}
-}  // namespace
 
 GpuInfo detect_gpu() {
   GpuInfo info;
-  if (!find_on_path("nvidia-smi").empty()) {
-    std::string out = capture("nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null");
-    std::string first = out.substr(0, out.find('\n'));
-    auto comma = first.rfind(',');
-    if (comma != std::string::npos) {
-      info.vendor = "NVIDIA";
-      info.name = trim(first.substr(0, comma));
-      info.arch = sm_arch_from_compute_cap(trim(first.substr(comma + 1))).value_or("");
-    }
-  }
-  if (!info.found() && !find_on_path("rocminfo").empty()) {
-    std::string out = capture("rocminfo 2>/dev/null | grep -m1 -o 'gfx[0-9a-f]*'");
-    if (!trim(out).empty()) {
+  gpu::SystemStatus nvml = gpu::query_nvml();
+  if (!nvml.devices.empty()) {
+    const auto& d = nvml.devices.front();
+    info.vendor = "NVIDIA";
+    info.name = d.name;
+    info.arch = gpu::architecture_of(d);
+    info.memory_bytes = static_cast<int64_t>(d.memory_total);
+    info.peak_tbps = gpu::driver_memory_bandwidth_tbps(d);
+  } else {
+    gpu::SystemStatus amd = gpu::query_amd_gpus();
+    if (!amd.devices.empty()) {
+      const auto& d = amd.devices.front();
       info.vendor = "AMD";
-      info.arch = trim(out);
-      info.name = info.arch;
+      info.name = d.name;
+      info.arch = d.arch;
+      info.memory_bytes = static_cast<int64_t>(d.memory_total);
     }
   }
-  if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0') info.arch = forced;
+  if (const char* forced = std::getenv("MAGPIE_GPU_ARCH"); forced != nullptr && *forced != '\0')
+    info.arch = forced;
   fill_peaks(info);
   return info;
 }

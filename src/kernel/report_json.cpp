@@ -136,17 +136,33 @@ json summary_row(const Evaluation& e) {
 }
 }  // namespace
 
-json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp) {
+namespace {
+void add_environment(json& report, const ReportEnvironment* env) {
+  if (env == nullptr) return;
+  report["environment"] = gpu::environment_json(env->environment);
+  const GpuInfo& g = env->gpu;
+  report["gpu_peaks"] = {{"name", g.name.empty() ? json(nullptr) : json(g.name)},
+                         {"arch", g.arch.empty() ? json(nullptr) : json(g.arch)},
+                         {"memory_bandwidth_tbps", g.peak_tbps > 0 ? json(g.peak_tbps) : json(nullptr)},
+                         {"bf16_tflops", g.peak_tflops > 0 ? json(g.peak_tflops) : json(nullptr)},
+                         {"source", g.peaks_source}};
+}
+}  // namespace
+
+json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp,
+                    const ReportEnvironment* env) {
   json summary = json::array(), results = json::array();
   for (const auto& e : evals) {
     summary.push_back(summary_row(e));
     results.push_back(evaluation_state(e));
   }
-  return {{"mode", "analyze"}, {"timestamp", timestamp}, {"summary", summary}, {"results", results}};
+  json report{{"mode", "analyze"}, {"timestamp", timestamp}, {"summary", summary}, {"results", results}};
+  add_environment(report, env);
+  return report;
 }
 
 json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking, const VerdictSettings& settings,
-                    const CuptiChoice& cupti, const std::string& timestamp) {
+                    const CuptiChoice& cupti, const std::string& timestamp, const ReportEnvironment* env) {
   json kernel_results = json::array(), correctness = json::array(), perf_scores = json::array(),
        summary = json::array();
   bool all_correct = true;
@@ -193,7 +209,9 @@ json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking
                                  {"bootstrap", "two-level: rounds, then samples within rounds"}}},
                {"cupti", cupti_json(cupti, cupti.probe_overlap_ns)},
                {"regression", ranking.any_regression}};
-  return {{"mode", "compare"}, {"timestamp", timestamp}, {"summary", summary}, {"results", results}};
+  json report{{"mode", "compare"}, {"timestamp", timestamp}, {"summary", summary}, {"results", results}};
+  add_environment(report, env);
+  return report;
 }
 
 }  // namespace magpie::kernel

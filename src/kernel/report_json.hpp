@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "gpu/environment.hpp"
 #include "kernel/cupti_choice.hpp"
+#include "kernel/gpu_info.hpp"
 #include "kernel/evaluation.hpp"
 #include "kernel/ranking.hpp"
 
@@ -14,11 +16,19 @@ namespace magpie::kernel {
 // One EvaluationState (what MCP tools take, too).
 nlohmann::json evaluation_state(const Evaluation& e);
 
-nlohmann::json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp);
+// What every kernel report carries besides its results: the environment block
+// (gpu/environment.hpp) and the GPU peaks the roofline floor used, with their source.
+struct ReportEnvironment {
+  gpu::EnvironmentSnapshot environment;
+  GpuInfo gpu;
+};
+
+nlohmann::json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp,
+                              const ReportEnvironment* env = nullptr);
 
 // `cupti`: the one CUPTI kind all implementations were timed with, and why.
 nlohmann::json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking,
                               const VerdictSettings& settings, const CuptiChoice& cupti,
-                              const std::string& timestamp);
+                              const std::string& timestamp, const ReportEnvironment* env = nullptr);
 
 }  // namespace magpie::kernel

@@ -2,9 +2,11 @@
 
 #include "analysis/gpu_arch.hpp"
 #include "core/error.hpp"
+#include "gpu/amd_smi.hpp"
+#include "gpu/datasheet.hpp"
+#include "gpu/datasheet_json.hpp"
 #include "gpu/gpu_info_report.hpp"
 #include "gpu/nvml.hpp"
-#include "kernel/gpu_info.hpp"
 #include "kernel/gpu_settings.hpp"
 #include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
@@ -18,7 +20,10 @@ namespace detail {
 
 namespace {
 
-json datasheet_json(const analysis::GpuArch& a) {
+// One datasheet entry: the roofline's per-device figures (what analyses use)
+// and, under "spec", every figure with the vendor document it comes from.
+json datasheet_json(const gpu::GpuSpec& spec) {
+  const auto a = *analysis::find_gpu_arch(spec.name, analysis::builtin_gpu_archs());
   return {{"name", a.name},
           {"vendor", a.vendor},
           {"compute_capability",
@@ -28,7 +33,8 @@ json datasheet_json(const analysis::GpuArch& a) {
           {"memory_bandwidth_tbps", a.mem_bw_tbps},
           {"matrix_tflops", a.matrix_tflops},
           {"vector_tflops", a.vector_tflops},
-          {"aliases", a.aliases}};
+          {"aliases", a.aliases},
+          {"spec", gpu::spec_json(spec)}};
 }
 
 }  // namespace
@@ -63,18 +69,22 @@ Tool hardware_spec_tool() {
   t.handler = [](const ToolCall& call) {
     int64_t device_id = arg<int64_t>(call, "device_id", 0);
     json out = {{"device_id", device_id}};
-    const auto& table = analysis::builtin_gpu_archs();
-    gpu::SystemStatus nvml = gpu::query_nvml();
-    if (!nvml.devices.empty()) {
+    gpu::SystemStatus sys = gpu::query_nvml();
+    if (sys.devices.empty()) {
+      gpu::SystemStatus amd = gpu::query_amd_gpus();
+      amd.notes.insert(amd.notes.begin(), sys.notes.begin(), sys.notes.end());
+      sys = std::move(amd);
+    }
+    if (!sys.devices.empty()) {
       const gpu::DeviceStatus* d = nullptr;
-      for (const auto& dev : nvml.devices)
+      for (const auto& dev : sys.devices)
         if (dev.index == device_id) d = &dev;
       if (!d)
         throw Error(ErrorKind::kUsage, "device_id " + std::to_string(device_id) +
                                            " does not exist: this machine has " +
-                                           std::to_string(nvml.devices.size()) + " GPU(s), 0.." +
-                                           std::to_string(nvml.devices.size() - 1));
-      json device = {{"vendor", "NVIDIA"},
+                                           std::to_string(sys.devices.size()) + " GPU(s), 0.." +
+                                           std::to_string(sys.devices.size() - 1));
+      json device = {{"vendor", sys.vendor},
                      {"name", d->name},
                      {"arch", gpu::architecture_of(*d)},
                      {"uuid", d->uuid},
@@ -83,39 +93,32 @@ Tool hardware_spec_tool() {
                      {"max_sm_clock_mhz", d->max_sm_clock_mhz},
                      {"max_mem_clock_mhz", d->max_mem_clock_mhz},
                      {"power_limit_w", d->power_limit_w},
-                     {"driver_version", nvml.driver_version},
-                     {"cuda_version", nvml.cuda_version}};
-      auto pick = analysis::pick_gpu_arch(d->name, d->cc_major, d->cc_minor, d->sm_count,
-                                          static_cast<int64_t>(d->memory_total), table);
-      if (pick.arch) {
-        device["datasheet"] = datasheet_json(*pick.arch);
-        device["peak_memory_bandwidth_tbps"] = pick.arch->mem_bw_tbps;
-        if (auto it = pick.arch->matrix_tflops.find("bf16"); it != pick.arch->matrix_tflops.end())
-          device["peak_bf16_tflops"] = it->second;
+                     {"driver_version", sys.driver_version},
+                     {"cuda_version", sys.cuda_version}};
+      // Datasheet figures, or for a GPU the datasheet lacks the driver's bandwidth.
+      const json sheet = gpu::device_datasheet_json(*d);
+      device["datasheet_match"] = sheet["match"];
+      device["figures_from"] = sheet["figures_from"];
+      if (sheet["memory_bandwidth_tbps"].is_number())
+        device["peak_memory_bandwidth_tbps"] = sheet["memory_bandwidth_tbps"];
+      if (sheet["peak_bf16_tflops"].is_number())
+        device["peak_bf16_tflops"] = sheet["peak_bf16_tflops"];
+      if (!sheet["entry"].is_null()) {
+        if (const auto* spec = gpu::find_spec(sheet["entry"]["name"].get<std::string>()))
+          device["datasheet"] = datasheet_json(*spec);
       }
-      out["gpu_detected"] = true;
-      out["device"] = std::move(device);
-    } else if (kernel::GpuInfo other = kernel::detect_gpu(); other.found()) {
-      // AMD (rocminfo): no per-device query here; the first GPU stands for all.
-      json device = {{"vendor", other.vendor},
-                     {"name", other.name},
-                     {"arch", other.arch},
-                     {"peak_memory_bandwidth_tbps", other.peak_tbps},
-                     {"peak_bf16_tflops", other.peak_tflops}};
-      if (auto a = analysis::find_gpu_arch(other.arch, table))
-        device["datasheet"] = datasheet_json(*a);
       out["gpu_detected"] = true;
       out["device"] = std::move(device);
     } else {
       std::string why;
-      for (const auto& n : nvml.notes) why += (why.empty() ? "" : "; ") + n;
+      for (const auto& n : sys.notes) why += (why.empty() ? "" : "; ") + n;
       out["gpu_detected"] = false;
-      out["message"] = "no GPU detected: NVML reports no NVIDIA device and rocminfo no AMD one" +
+      out["message"] = "no GPU detected: NVML reports no NVIDIA device and amd-smi/rocminfo no AMD one" +
                        (why.empty() ? std::string() : " (" + why + ")");
     }
     if (arg<bool>(call, "include_all", false)) {
       json all = json::array();
-      for (const auto& a : table) all.push_back(datasheet_json(a));
+      for (const auto& spec : gpu::datasheet()) all.push_back(datasheet_json(spec));
       out["datasheets"] = std::move(all);
     }
     return ToolOutput{out, {}};

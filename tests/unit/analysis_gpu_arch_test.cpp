@@ -81,32 +81,61 @@ TEST(GpuArchPick, SameDieSeparatedByMemory) {
 }
 
 TEST(GpuArchPick, WholeWordNamesOnly) {
-  // GH200 is a different product; its name contains "H200" but not as a word.
+  // GH200 contains "H200" but not as a word: it gets its own entry, not H200's.
   auto p = pick_gpu_arch("NVIDIA GH200 480GB", 9, 0, 132, 102005473280, table());
-  EXPECT_FALSE(p.arch);
-  EXPECT_NE(p.reason.find("GH200"), std::string::npos);
+  EXPECT_EQ(picked(p), "GH200") << p.reason;
+  EXPECT_EQ(p.arch->mem_bw_tbps, 4.0);
+  // "A10" is not "A100", "L4" not "L40S".
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA A10", 8, 6, 72, 24e9, table())), "A10");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA L4", 8, 9, 58, 24e9, table())), "L4");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA L40S", 8, 9, 142, 48e9, table())), "L40S");
 }
 
-TEST(GpuArchPick, RefusesOtherBoardVariants) {
+TEST(GpuArchPick, BoardVariantsResolveToTheirOwnEntry) {
   auto pcie = pick_gpu_arch("NVIDIA H100 PCIe", 9, 0, 114, 85e9, table());
-  EXPECT_FALSE(pcie.arch);
-  EXPECT_NE(pcie.reason.find("PCIe"), std::string::npos) << pcie.reason;
-  EXPECT_FALSE(pick_gpu_arch("NVIDIA H200 NVL", 9, 0, 132, 150e9, table()).arch);
-  // A100 40GB has a third less bandwidth than the 80GB entry.
-  auto a100_40 = pick_gpu_arch("NVIDIA A100-SXM4-40GB", 8, 0, 108, 42314694656, table());
-  EXPECT_FALSE(a100_40.arch);
-  EXPECT_NE(a100_40.reason.find("GiB"), std::string::npos) << a100_40.reason;
+  EXPECT_EQ(picked(pcie), "H100 PCIe") << pcie.reason;
+  EXPECT_DOUBLE_EQ(pcie.arch->matrix_tflops.at("bf16"), 756.5);
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA H100 NVL", 9, 0, 132, 100e9, table())), "H100 NVL");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA H200 NVL", 9, 0, 132, 150e9, table())), "H200 NVL");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA A100-SXM4-40GB", 8, 0, 108, 42314694656, table())),
+            "A100 SXM 40GB");
   EXPECT_EQ(picked(pick_gpu_arch("NVIDIA A100-SXM4-80GB", 8, 0, 108, 85174583296, table())),
             "A100");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA A100-PCIE-40GB", 8, 0, 108, 42314694656, table())),
+            "A100 PCIe 40GB");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA A100 80GB PCIe", 8, 0, 108, 85174583296, table())),
+            "A100 PCIe 80GB");
+  // The 40 GB SXM4 board's internal name, as in tests/data's HTA traces: memory decides.
+  auto pg509 = pick_gpu_arch("NVIDIA A100-PG509-200", 8, 0, 108, 42297524224, table());
+  EXPECT_EQ(picked(pg509), "A100 SXM 40GB") << pg509.reason;
+  EXPECT_DOUBLE_EQ(pg509.arch->mem_bw_tbps, 1.555);
+  // Unnamed: properties never pick a board that only its name tells apart.
+  EXPECT_EQ(picked(pick_gpu_arch("", 9, 0, 132, 150109880320, table())), "H200");
 }
 
-TEST(GpuArchPick, UnknownGpusSayWhatToDo) {
-  auto named = pick_gpu_arch("Tesla V100-SXM2-32GB", 7, 0, 80, 34e9, table());
+TEST(GpuArchPick, RefusesBoardsTheTableLacks) {
+  // An H800 PCIe is not described by the H800 (SXM) entry.
+  auto pcie = pick_gpu_arch("NVIDIA H800 PCIe", 9, 0, 114, 85e9, table());
+  EXPECT_FALSE(pcie.arch);
+  EXPECT_NE(pcie.reason.find("PCIe"), std::string::npos) << pcie.reason;
+  // Memory far from the entry's: a variant the table does not have.
+  auto odd = pick_gpu_arch("NVIDIA H20", 9, 0, 78, 40e9, table());
+  EXPECT_FALSE(odd.arch);
+  EXPECT_NE(odd.reason.find("GiB"), std::string::npos) << odd.reason;
+}
+
+TEST(GpuArchPick, V100AndUnknownGpus) {
+  EXPECT_EQ(picked(pick_gpu_arch("Tesla V100-SXM2-32GB", 7, 0, 80, 34e9, table())), "V100");
+  EXPECT_EQ(picked(pick_gpu_arch("Tesla V100-SXM2-16GB", 7, 0, 80, 17e9, table())),
+            "V100 SXM2 16GB");
+  EXPECT_EQ(picked(pick_gpu_arch("Tesla V100-PCIE-32GB", 7, 0, 80, 34e9, table())),
+            "V100 PCIe 32GB");
+  auto named = pick_gpu_arch("Tesla P100-SXM2-16GB", 6, 0, 56, 17e9, table());
   EXPECT_FALSE(named.arch);
   EXPECT_NE(named.reason.find("--gpu-arch"), std::string::npos);
-  auto unnamed = pick_gpu_arch("", 7, 0, 80, 34e9, table());
+  auto unnamed = pick_gpu_arch("", 6, 0, 56, 17e9, table());
   EXPECT_FALSE(unnamed.arch);
-  EXPECT_NE(unnamed.reason.find("7.0"), std::string::npos);
+  EXPECT_NE(unnamed.reason.find("6.0"), std::string::npos);
   EXPECT_FALSE(pick_gpu_arch("", 0, 0, 0, 0, table()).arch);
 }
 
@@ -119,12 +148,22 @@ TEST(GpuArchFind, NamesAndAliases) {
   EXPECT_EQ(find_gpu_arch("AMD Instinct MI355X", table())->name, "MI355X");
   EXPECT_EQ(find_gpu_arch("gfx942", table())->name, "MI300X");
   EXPECT_EQ(find_gpu_arch("sm_80", table())->name, "A100");
+  EXPECT_EQ(find_gpu_arch("A100", table())->name, "A100");  // the name wins over a sibling's alias
   EXPECT_EQ(find_gpu_arch("NVIDIA H100 80GB HBM3", table())->name, "H100");
-  EXPECT_FALSE(find_gpu_arch("sm_90", table()));     // H100 or H200
-  EXPECT_FALSE(find_gpu_arch("gfx950", table()));    // MI350X or MI355X
-  EXPECT_FALSE(find_gpu_arch("H100 NVL", table()));  // different board, different peaks
-  EXPECT_FALSE(find_gpu_arch("v100", table()));
+  EXPECT_EQ(find_gpu_arch("H100 NVL", table())->name, "H100 NVL");
+  EXPECT_EQ(find_gpu_arch("v100", table())->name, "V100");
+  EXPECT_FALSE(find_gpu_arch("sm_90", table()));   // H100 or H200
+  EXPECT_FALSE(find_gpu_arch("gfx950", table()));  // MI350X or MI355X
+  EXPECT_FALSE(find_gpu_arch("P100", table()));
   EXPECT_FALSE(find_gpu_arch("", table()));
+}
+
+TEST(GpuArchTable, Mi250xIsPerGcd) {
+  // The driver shows each of the package's two GCDs as a device.
+  const auto a = *find_gpu_arch("MI250X", table());
+  EXPECT_EQ(a.sm_count, 110);
+  EXPECT_DOUBLE_EQ(a.mem_gb, 64);
+  EXPECT_DOUBLE_EQ(a.matrix_tflops.at("bf16"), 191.5);
 }
 
 TEST(GpuArchPeak, ByKinetoDtype) {
@@ -170,17 +209,19 @@ TEST(GpuArchFile, TraceLensFormatOverridesBuiltin) {
 
 TEST(GpuArchFile, ListAddsAndOverridesByAlias) {
   const std::string list = R"([
-    {"name": "H20", "vendor": "nvidia", "compute_major": 9, "compute_minor": 0,
-     "sm_count": 78, "mem_bw_tbps": 4.0, "mem_gb": 96, "matrix_tflops": {"bf16": 148},
-     "vector_tflops": {"fp32": 44}, "aliases": ["H20 HGX"]},
+    {"name": "H20E", "vendor": "nvidia", "compute_major": 9, "compute_minor": 0,
+     "sm_count": 78, "mem_bw_tbps": 4.0, "mem_gb": 141, "matrix_tflops": {"bf16": 148},
+     "vector_tflops": {"fp32": 44}, "aliases": ["H20E HGX"]},
     {"name": "h200 sxm", "mem_bw_tbps": 4.5},
     {"name": "MI308X", "arch": "gfx942x", "mem_bw_gbps": 5300, "num_cus": 80}
   ])";
   auto t = parse_gpu_arch_json(list, "archs.json", table());
   ASSERT_EQ(t.size(), table().size() + 2);
   EXPECT_DOUBLE_EQ(find_gpu_arch("H200", t)->mem_bw_tbps, 4.5);
-  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA H20", 9, 0, 78, 102e9, t)), "H20");
-  EXPECT_EQ(find_gpu_arch("H20 HGX", t)->name, "H20");
+  EXPECT_EQ(picked(pick_gpu_arch("NVIDIA H20E", 9, 0, 78, 150e9, t)), "H20E");
+  EXPECT_EQ(find_gpu_arch("H20E HGX", t)->name, "H20E");
+  EXPECT_EQ(find_gpu_arch("H20E", t)->source, "archs.json");
+  EXPECT_EQ(find_gpu_arch("H200", t)->source, "Magpie datasheet, overridden by archs.json");
   const auto mi308 = *find_gpu_arch("gfx942x", t);
   EXPECT_EQ(mi308.name, "MI308X");
   EXPECT_EQ(mi308.sm_count, 80);

@@ -52,6 +52,9 @@ TEST(GpuNvml, ReadsEveryFieldTheStandInReports) {
   EXPECT_EQ(d.mem_clock_mhz, 3201u);
   EXPECT_EQ(d.max_sm_clock_mhz, 1980u);
   EXPECT_EQ(d.max_mem_clock_mhz, 3201u);
+  EXPECT_EQ(d.memory_bus_width_bits, 6144u);
+  // 3201 MHz x 2 x 768 bytes = 4.92 TB/s: the driver's view of H200's 4.8 TB/s.
+  EXPECT_NEAR(driver_memory_bandwidth_tbps(d), 4.917, 0.001);
   EXPECT_DOUBLE_EQ(d.power_limit_w, 700.0);  // enforced limit, the management limit unsupported
   EXPECT_EQ(d.temperature_c, 31u);           // nvmlDeviceGetTemperature, no ...TemperatureV
   EXPECT_EQ(d.ecc_enabled, std::optional<bool>(true));

@@ -274,6 +274,30 @@ TEST_F(KernelEvaluatorTest, EmptyTimedWindowsAreRejectedNotRanked) {
   EXPECT_NE(cheat.performance.errors[0].find("rule: empty timed window"), std::string::npos);
 }
 
+// The harness's spot checks (python/magpie_bench/integrity.py) report broken
+// rules in the payload; the evaluator rejects with the first rule named.
+TEST_F(KernelEvaluatorTest, IntegrityViolationsFromTheHarnessAreRejections) {
+  Evaluator ev(options());
+  auto cheat = make("address_cache", {}, {{"sh", "-c",
+      "echo 'MAGPIE_LATENCY_JSON: {\"mode\":\"events\",\"stats\":{\"samples_ms\":[0.2,0.2,0.2]},"
+      "\"integrity\":{\"violations\":[{\"rule\":\"timed output differs from a fresh computation\","
+      "\"detail\":\"spot check 1, output 0: 512 of 4096 elements outside\"}],\"warnings\":[]}}'"}});
+  auto honest = make("honest", {}, {{"sh", "-c",
+      "echo 'MAGPIE_LATENCY_JSON: {\"mode\":\"events\",\"stats\":{\"samples_ms\":[0.2,0.2,0.2]},"
+      "\"integrity\":{\"violations\":[],\"warnings\":[\"persistent output buffer\"]}}'"}});
+  for (auto* e : {&cheat, &honest}) {
+    ev.prepare(*e);
+    ev.measure_round(*e, 0);
+    ev.finish(*e);
+  }
+  EXPECT_EQ(honest.performance.state, StageState::kSuccess);
+  EXPECT_EQ(cheat.performance.state, StageState::kFailed);
+  ASSERT_FALSE(cheat.performance.errors.empty());
+  const auto& why = cheat.performance.errors[0];
+  EXPECT_NE(why.find("timing integrity, round 0: spot check 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("rule: timed output differs from a fresh computation"), std::string::npos) << why;
+}
+
 TEST_F(CuptiRounds, NoKernelsUnderCuptiIsRejectedWhileTheHonestOneIsRanked) {
   auto opt = cupti_options();
   opt.performance.cupti_kind = "serial";

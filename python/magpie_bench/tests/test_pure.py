@@ -3,7 +3,7 @@ import json
 import os
 import random
 
-from magpie_bench.intervals import read_jsonl, union_ns, window_unions
+from magpie_bench.intervals import read_jsonl, union_ns, unjoined_work, window_unions
 from magpie_bench.stopping import StdRelCriterion, rel_stddev
 from magpie_bench.tolerance import tolerance_for
 
@@ -63,3 +63,20 @@ def test_converges_when_noise_stays_high():
 def test_max_time_wins():
     c = StdRelCriterion(max_time_s=1.0)
     assert c.should_stop([1.0], 1.0, 2.0) and c.reason == "max_time"
+
+
+def test_unjoined_side_stream_work_is_found_and_joined_work_is_not():
+    spin = "spin_kernel"
+    pre = {"start": 0, "end": 50, "name": spin, "stream": 7}
+    post_unjoined = {"start": 60, "end": 61, "name": spin, "stream": 7}
+    side = {"start": 55, "end": 300, "name": "add_kernel", "stream": 13}
+    hit = unjoined_work([pre, side, post_unjoined], [(0, 400)], spin)
+    assert hit == (1, "add_kernel", 240)
+    # Joined: the caller's stream moves on only after the side kernel ended.
+    post_joined = {"start": 301, "end": 302, "name": spin, "stream": 7}
+    assert unjoined_work([pre, side, post_joined], [(0, 400)], spin) is None
+    # Work on the caller's own stream is ordered by definition.
+    own = dict(side, stream=7)
+    assert unjoined_work([pre, own, post_unjoined], [(0, 400)], spin) is None
+    # Without the two spins (no torch.cuda._sleep) nothing can be said.
+    assert unjoined_work([side], [(0, 400)], spin) is None

@@ -72,6 +72,10 @@ __attribute__((visibility("default"))) int nvmlDeviceGetPciInfo_v3(void* device,
   std::strcpy(pci->busId, index_of(device) == 0 ? "00000000:19:00.0" : "00000000:3B:00.0");
   return kSuccess;
 }
+__attribute__((visibility("default"))) int nvmlDeviceGetMemoryBusWidth(void*, unsigned* bits) {
+  *bits = 6144;  // H200's HBM3e
+  return kSuccess;
+}
 __attribute__((visibility("default"))) int nvmlDeviceGetCudaComputeCapability(void*, int* major,
                                                                               int* minor) {
   *major = 9;
