@@ -12,6 +12,7 @@ pkgs=(
   libxlsxwriter-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-pytest
+  libjs-chart.js chromium
 )
 
 missing=()

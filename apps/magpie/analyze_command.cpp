@@ -7,6 +7,7 @@
 
 #include "command_context.hpp"
 #include "core/error.hpp"
+#include "html/html_reports.hpp"
 #include "jobs/kernel_jobs.hpp"
 
 namespace magpie::app {
@@ -36,6 +37,7 @@ void AnalyzeCommand::add_common(CLI::App* sub, Flags& f, bool compare) {
                   "CUPTI kernel timing; auto (default) picks serial, which skips per-block instrumentation, "
                   "unless a probe round shows streams overlapping")
       ->check(CLI::IsMember({"auto", "concurrent", "serial"}));
+  sub->add_flag("--html", f.html, "Also write <report>.html next to the JSON report: plots of the results");
   sub->add_flag("--strict", f.strict, "Unknown keys in the kernel YAML are errors (exit 2), not warnings");
   if (compare) {
     sub->add_option("--baseline", f.baseline, "Index of the baseline implementation")->capture_default_str();
@@ -88,10 +90,19 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
   // Ctrl-C kills the running step's process group; what was measured is reported.
   context.cancel = &interrupt_flag();
   InterruptScope interrupts;
+  auto progress = attach_progress(context);
   const jobs::KernelEvaluationOutcome outcome = jobs::evaluate_kernels(r, context);
+  progress->finish();
   for (const auto& w : outcome.warnings) std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
   std::cerr << jobs::error_text(outcome);
+  if (f.html && !outcome.report_path.empty()) {
+    html::KernelReportInput in{outcome.compare, outcome.gpu.name, outcome.timestamp, &outcome.evaluations,
+                               outcome.ranking ? &*outcome.ranking : nullptr, outcome.verdict_settings};
+    fs::path path = outcome.report_path;
+    html::write_page(html::kernel_page(in), path.replace_extension(".html"));
+    std::cerr << "html report: " << path.string() << "\n";
+  }
   return outcome.exit_code();
 }
 

@@ -36,6 +36,7 @@ class AnalyzeCommand {
     bool ncu = false;
     std::string kernel_filter;
     std::string cupti_kind;  // "" = from the YAML (default auto)
+    bool html = false;
   };
   void add_common(CLI::App* sub, Flags& f, bool compare);
   int run_mode(Flags& f, bool compare, bool verbose);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "command_context.hpp"
+#include "html/html_reports.hpp"
 #include "core/error.hpp"
 #include "jobs/trace_jobs.hpp"
 
@@ -52,12 +53,15 @@ void BenchmarkCommand::register_with(CLI::App& app) {
                  "Also ingest python_function events (slower; off like HTA's default)")
       ->group(gap);
   sub_->add_option("--threads", threads_, "Worker threads (0 = all cores)")->group(gap);
+  sub_->add_flag("--html", html_,
+                 "Also write a self-contained HTML report with plots (gap_analysis.html, or\n"
+                 "benchmark_report.html in the serving workspace)");
   serve_.register_with(sub_);
 }
 
 int BenchmarkCommand::run(bool verbose) {
   if (!trace_dir_.empty()) return run_gap_analysis(verbose);
-  return serve_.run(framework_, output_dir_, output_dir_option_->count() > 0, verbose);
+  return serve_.run(framework_, output_dir_, output_dir_option_->count() > 0, verbose, html_);
 }
 
 int BenchmarkCommand::run_gap_analysis(bool verbose) {
@@ -77,12 +81,17 @@ int BenchmarkCommand::run_gap_analysis(bool verbose) {
   for (const auto& repo : kernel_source_repos_) r.sources.repos.emplace_back(repo);
   r.output_dir = output_dir_;
   jobs::JobContext context = command_context(verbose);
-  if (context.console || verbose) {
-    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
-  }
+  auto progress = attach_progress(context);
+  attach_ingest_progress(r.ingest, *progress);
   const jobs::GapAnalysisOutcome outcome = jobs::run_gap_analysis(r, context);
+  progress->finish();
   for (const auto& w : jobs::warnings(outcome)) std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
+  if (html_) {
+    auto path = html::write_page(html::gap_analysis_page(outcome.result),
+                                 outcome.files.output_dir / "gap_analysis.html");
+    std::cerr << "html report: " << path.string() << "\n";
+  }
   if (verbose) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cerr << fmt::format("done in {:.2f} s\n", s);

@@ -30,6 +30,7 @@ class BenchmarkCommand {
   std::vector<std::string> kernel_source_repos_;
   bool include_python_ = false;
   unsigned threads_ = 0;
+  bool html_ = false;
   ServeOptions serve_;
   CLI::Option* output_dir_option_ = nullptr;
 };

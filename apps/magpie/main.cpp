@@ -10,6 +10,7 @@
 #include "command_context.hpp"
 #include "gpu_info_command.hpp"
 #include "mcp_command.hpp"
+#include "replay_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
@@ -22,12 +23,16 @@ int main(int argc, char** argv) {
       "  magpie benchmark --trace-dir ./traces --find-kernel-sources --kernel-source-repos ~/vllm\n"
       "  magpie benchmark vllm -m MODEL --concurrency 1,8 --input-len 1024 --output-len 128\n"
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
-      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n",
+      "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
+      "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n",
       "magpie"};
-  app.set_version_flag("--version", "magpie 0.1.0");
+  app.set_version_flag("--version", MAGPIE_VERSION_STRING);
   app.require_subcommand(0, 1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
+  bool progress_lines = false;
+  app.add_flag("--progress", progress_lines,
+               "Progress lines on stderr even when it is not a terminal (a terminal always gets them)");
   magpie::app::GpuInfoCommand gpu_info;
   gpu_info.register_with(app);
 
@@ -39,12 +44,15 @@ int main(int argc, char** argv) {
   analyze.register_with(app);
   magpie::app::ResultsCommand results;
   results.register_with(app);
+  magpie::app::ReplayCommand replay;
+  replay.register_with(app);
   magpie::app::McpCommand mcp;
   mcp.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
+    magpie::app::set_progress_lines(progress_lines);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -65,6 +73,7 @@ int main(int argc, char** argv) {
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
     if (results.parsed()) return results.run(verbose);
+    if (replay.parsed()) return replay.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -10,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "report/text_table.hpp"
 #include "store/op_table_compare.hpp"
+#include "html/html_reports.hpp"
 #include "store/report_diff.hpp"
 #include "store/report_diff_writers.hpp"
 #include "store/results_store.hpp"
@@ -166,6 +167,7 @@ void ResultsCommand::register_with(CLI::App& app) {
                    "Bootstrap resamples (default 1000 serving, 2000 kernels)")
       ->check(CLI::Range(100, 100000));
   diff_->add_flag("--fail-on-regression", fail_on_regression_, "Exit 1 when any verdict is SLOWER");
+  diff_->add_option("--html", html_, "Also write FILE: a self-contained HTML page with the changes and their CIs");
 
   import_ = sub_->add_subcommand("import",
                                  "Index workspaces already on disk (analyze_*, compare_*, "
@@ -284,6 +286,8 @@ int ResultsCommand::run_diff() {
     auto table = store::compare_op_tables(inputs);
     for (const auto& w : table.warnings) std::cerr << "warning: " << w << "\n";
     text = store::op_table_csv(table);
+    if (!html_.empty())
+      std::cerr << "warning: --html: no HTML page for side-by-side op tables yet; CSV only\n";
   } else {
     store::DiffSettings settings;
     if (threshold_ >= 0)
@@ -291,6 +295,10 @@ int ResultsCommand::run_diff() {
     if (resamples_ > 0) settings.verdict.resamples = settings.kernel_verdict.resamples = resamples_;
     auto diff = store::diff_reports(inputs, settings);
     text = store::write_diff(diff, *store::diff_format_from_string(format_));
+    if (!html_.empty()) {
+      html::write_page(html::results_diff_page(diff), html_);
+      std::cerr << fmt::format("html report: {}\n", html_);
+    }
     for (const auto& c : diff.serving)
       for (const auto& m : c.metrics)
         regression = regression || m.verdict == stats::Verdict::kSlower;

@@ -41,6 +41,7 @@ class ResultsCommand {
   double threshold_ = -1;
   int resamples_ = 0;
   bool fail_on_regression_ = false;
+  std::string html_;
   // import
   std::string import_dir_;
 };

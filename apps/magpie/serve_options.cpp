@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "command_context.hpp"
+#include "html/html_reports.hpp"
 #include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "jobs/serve_jobs.hpp"
@@ -157,7 +158,7 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
 }
 
 int ServeOptions::run(const std::string& framework, const std::string& output_dir,
-                      bool output_dir_given, bool verbose) const {
+                      bool output_dir_given, bool verbose, bool html) const {
   auto flags = collect(framework, output_dir, output_dir_given);
   bool from_yaml = !config_path_.empty();
   serve::BenchmarkConfig config =
@@ -166,15 +167,25 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   reject_unknown_keys(config.unknown_keys, strict_, config_path_);
   for (const auto& w : config.warnings) std::cerr << "warning: " << w << "\n";
   jobs::JobContext context = command_context(verbose);
-  context.console = context.console || verbose;
   context.cancel = &interrupt_flag();
   InterruptScope interrupts;
+  auto progress = attach_progress(context);
+  progress->set_limit("waiting for the server", config.server_ready_timeout_s,
+                      config.endpoint.empty() ? "" : "at " + config.endpoint);
+  // The renderer draws the request counts; serve's own live line would fight it.
+  context.console = !progress->active() && (context.console || verbose);
   const jobs::ServingBenchmarkOutcome outcome = jobs::run_serving_benchmark(config, context);
-  // Warnings the run itself added (precision not applied, a reused server, GPU monitor notes).
+  progress->finish();
+  // Warnings the run itself added (precision not applied, a reused server).
   for (const auto& w : outcome.report.warnings)
     if (std::find(config.warnings.begin(), config.warnings.end(), w) == config.warnings.end())
       std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
+  if (html && !outcome.workspace.empty()) {
+    auto path = html::write_page(html::serving_page(outcome.workspace),
+                                 outcome.workspace / "benchmark_report.html");
+    std::cerr << "html report: " << path.string() << "\n";
+  }
   return outcome.success ? 0 : 1;
 }
 

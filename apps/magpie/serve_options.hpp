@@ -14,7 +14,7 @@ class ServeOptions {
   void register_with(CLI::App* sub);
   // Exit code: 0 when the report says success, 1 otherwise.
   int run(const std::string& framework, const std::string& output_dir, bool output_dir_given,
-          bool verbose) const;
+          bool verbose, bool html = false) const;
 
  private:
   serve::BenchmarkFlags collect(const std::string& framework, const std::string& output_dir,

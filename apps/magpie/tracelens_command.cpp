@@ -9,6 +9,7 @@
 
 #include "analysis/tracelens_report.hpp"
 #include "command_context.hpp"
+#include "html/html_reports.hpp"
 #include "jobs/trace_jobs.hpp"
 #include "core/error.hpp"
 
@@ -52,6 +53,7 @@ void TraceLensCommand::register_with(CLI::App& app) {
   sub_->add_flag("--include-python-functions", include_python_,
                  "Also ingest python_function events (slower)");
   sub_->add_option("--threads", threads_, "Worker threads (0 = all cores)");
+  sub_->add_flag("--html", html_, "Also write DIR/tracelens/tracelens_report.html: plots per stage");
 }
 
 int TraceLensCommand::run(bool verbose) {
@@ -83,13 +85,18 @@ int TraceLensCommand::run(bool verbose) {
   o.ingest.include_python_functions = include_python_;
   o.ingest.threads = threads_;
   jobs::JobContext context = command_context(verbose);
-  if (context.console || verbose) {
-    context.progress = [](const jobs::Progress& p) { std::cerr << p.message << "\n"; };
-  }
+  auto progress = attach_progress(context);
+  attach_ingest_progress(o.ingest, *progress);
   const jobs::TraceLensOutcome outcome = jobs::run_tracelens(o, context);
+  progress->finish();
   for (const auto& w : outcome.result.warnings) std::cerr << "warning: " << w << "\n";
   for (const auto& e : outcome.result.errors) std::cerr << "error: " << e << "\n";
   std::cout << jobs::console_text(outcome);
+  if (html_ && !outcome.result.manifest.empty()) {
+    auto path = html::write_page(html::tracelens_page(outcome.result),
+                                 outcome.result.manifest.parent_path() / "tracelens_report.html");
+    std::cerr << "html report: " << path.string() << "\n";
+  }
   return outcome.result.errors.empty() ? 0 : 1;
 }
 

@@ -26,6 +26,7 @@ class TraceLensCommand {
   std::string output_dir_ = "./results";
   bool include_python_ = false;
   unsigned threads_ = 0;
+  bool html_ = false;
 };
 
 }  // namespace magpie::app

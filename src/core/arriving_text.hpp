@@ -29,6 +29,8 @@ class ArrivingText {
   // how many bytes are in. Those bytes are final and stay where they are.
   size_t wait_for(size_t n);
   const char* data() const { return out_.data(); }
+  // The size the text is expected to reach (the file's, or the gzip trailer's).
+  size_t expected_size() const { return out_.size(); }
   // True once the producer has stopped (finished, or given up).
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 

@@ -160,7 +160,14 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     }
     if (request.check_performance && !context.cancelled())
       context.report(static_cast<double>(n), static_cast<double>(n + 1), "performance rounds");
-    out.cupti = run_performance_rounds(ev, out.evaluations);
+    out.cupti = run_performance_rounds(
+        ev, out.evaluations,
+        [&context, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
+          // Strictly inside (n, n+1): MCP progress must increase past the "performance rounds" report.
+          context.report(static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 1),
+                         static_cast<double>(n + 1),
+                         fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
+        });
     for (auto& e : out.evaluations) ev.finish(e);
     out.cancelled = context.cancelled();
 

@@ -7,7 +7,8 @@
 
 namespace magpie::kernel {
 
-CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>& evals) {
+CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>& evals,
+                                   const RoundProgress& on_measure) {
   const auto& opt = ev.options();
   const std::string& configured = opt.performance.cupti_kind;
   std::vector<Evaluation*> profiled;
@@ -42,6 +43,9 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
     for (size_t j = 0; j < evals.size(); ++j) {
       auto& e = evals[(j + static_cast<size_t>(r)) % evals.size()];
       if (opt.verbose && e.correct()) std::cerr << fmt::format("[{}] performance round {}\n", e.spec.id, r);
+      if (on_measure && e.correct())
+        on_measure(r, opt.performance.rounds, static_cast<size_t>(r) * evals.size() + j,
+                   static_cast<size_t>(opt.performance.rounds) * evals.size(), e.spec.id);
       ev.measure_round(e, r, choice.kind);
     }
   }

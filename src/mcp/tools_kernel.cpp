@@ -1,9 +1,12 @@
 // The kernel-workflow helpers: find kernels in a project (kernel discovery),
 // draft a kernel config for one (kernel config writer), and turn a measured
 // result into ranked advice (src/advice). Mapping only.
+#include <fmt/format.h>
+
 #include "advice/suggestions.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "jobs/replay_jobs.hpp"
 #include "kernel/kernel_config_writer.hpp"
 #include "kernel/kernel_discovery.hpp"
 #include "mcp/detail/tool_set.hpp"
@@ -72,6 +75,69 @@ Tool discover_kernels_tool() {
   return t;
 }
 
+namespace {
+
+// create_kernel_config from a trace op: the replay job (as `magpie replay
+// TRACE --op NAME[:SHAPES] --top-k 1`), returning its compare YAML.
+ToolOutput kernel_config_from_trace(const ToolCall& call) {
+  replay::ReplayRequest r;
+  r.trace_path = arg<std::string>(call, "trace_path", "");
+  std::string op = arg<std::string>(call, "op", "");
+  const std::string shapes = arg<std::string>(call, "op_shapes", "");
+  if (!shapes.empty()) op += ":" + shapes;
+  r.ops.push_back(replay::parse_op_query(op));
+  r.top_k = 1;  // the op's signature with most GPU time (or the one op_shapes names)
+  const std::string config_path = arg<std::string>(call, "config_path", "");
+  r.output_dir = arg<std::string>(call, "output_dir", "");
+  if (r.output_dir.empty()) {
+    r.output_dir =
+        config_path.empty() ? fs::path("./replay") : fs::path(config_path).parent_path() / "replay";
+  }
+  jobs::JobContext context;
+  context.face = "mcp";
+  context.command_line = call.command_line;
+  context.cancel = call.cancel;
+  context.progress = [progress = call.progress](const jobs::Progress& p) {
+    progress({p.done, p.total, p.message});
+  };
+  const jobs::ReplayJobOutcome o = jobs::replay_trace_ops(r, context);
+  if (o.plan.targets.empty()) {
+    const std::string why =
+        o.plan.skipped.empty() ? "nothing selected" : o.plan.skipped.front().reason;
+    throw Error(ErrorKind::kRejected, fmt::format("{} cannot be replayed: {}", op, why),
+                r.trace_path.string());
+  }
+  const auto& target = o.plan.targets.front();
+  const auto& files = o.files.targets.front();
+  std::string content = replay::compare_yaml_text(target, r.trace_path.filename().string());
+  json out = {
+      {"config_content", content},
+      {"usage",
+       fmt::format(
+           "magpie compare -k {}  (edit {} first; MCP: compare with kernel_config set to it)",
+           files.compare_yaml.string(), files.candidate.string())},
+      {"config_path", fs::absolute(files.compare_yaml).lexically_normal().string()},
+      {"warnings", o.plan.warnings},
+      {"replay", replay::note_json(target)}};
+  out["replay"]["files"] = {{"baseline", files.baseline.string()},
+                            {"candidate", files.candidate.string()},
+                            {"note_md", files.note_md.string()},
+                            {"dir", files.dir.string()}};
+  if (!config_path.empty()) {
+    // Elsewhere than the replay folder: point the entries at it.
+    content = replay::compare_yaml_text(target, r.trace_path.filename().string(),
+                                        fs::absolute(files.dir).string());
+    write_file_atomic(config_path, content);
+    out["config_content"] = content;
+    out["config_path"] = fs::absolute(config_path).lexically_normal().string();
+  }
+  std::string text = content + "\n# " + out["usage"].get<std::string>() + "\n";
+  for (const auto& w : o.plan.warnings) text += "# warning: " + w + "\n";
+  return ToolOutput{out, text};
+}
+
+}  // namespace
+
 Tool create_kernel_config_tool() {
   Tool t;
   t.name = "create_kernel_config";
@@ -79,7 +145,10 @@ Tool create_kernel_config_tool() {
   t.description =
       "Drafts the kernel YAML that analyze/compare read (kernel_config) for one kernel: its "
       "source, testcase command (exit status 0 = correct), build command and folder. Returns the "
-      "YAML and how to use it; with config_path, also writes the file.";
+      "YAML and how to use it; with config_path, also writes the file. Or, from a PyTorch profiler "
+      "trace (trace_path + op): replays the op at its recorded shapes, strides and dtypes as a "
+      "baseline module with a candidate copy to edit, and returns their compare YAML (magpie "
+      "replay).";
   t.input_schema = s::input(
       {{"kernel_id",
         s::path("Name of the kernel (no path separators); names its workspace folder")},
@@ -89,14 +158,28 @@ Tool create_kernel_config_tool() {
        {"working_dir", s::string("Folder commands run in (default: the kernel file's folder)")},
        {"compile_command",
         s::string("Build command (default: Magpie's nvcc/hipcc build; none for Python)")},
-       {"config_path", s::path("Write the YAML here too (atomically)")}},
-      {"kernel_id", "kernel_path", "testcase_command"});
-  t.output_schema = s::object({{"config_content", s::string("the YAML")},
-                               {"usage", s::string("how to run it")},
-                               {"config_path", s::string("where it was written, when asked")},
-                               {"warnings", s::array(s::string(""), "")}},
-                              {"config_content", "usage"});
+       {"config_path", s::path("Write the YAML here too (atomically)")},
+       {"trace_path",
+        s::path("A Kineto trace recorded with record_shapes=True: config from one of its ops")},
+       {"op",
+        s::string("With trace_path: the op, e.g. aten::mm (or aten::mm:[[16,4096],[4096,4096]])")},
+       {"op_shapes", s::string("With trace_path: shapes of the op's first tensor arguments, e.g. "
+                               "[[16,4096],[4096,4096]]; "
+                               "default: the op's signature with most GPU time")},
+       {"output_dir", s::string("With trace_path: where the replay folder goes (default: beside "
+                                "config_path, else ./replay)")}});
+  t.input_schema["anyOf"] =
+      json::array({{{"required", {"kernel_id", "kernel_path", "testcase_command"}}},
+                   {{"required", {"trace_path", "op"}}}});
+  t.output_schema = s::object(
+      {{"config_content", s::string("the YAML")},
+       {"usage", s::string("how to run it")},
+       {"config_path", s::string("where it was written, when asked")},
+       {"warnings", s::array(s::string(""), "")},
+       {"replay", s::any_object("from a trace op: the replayed op, its recorded cost and files")}},
+      {"config_content", "usage"});
   t.handler = [](const ToolCall& call) {
+    if (has_arg(call, "trace_path")) return kernel_config_from_trace(call);
     kernel::KernelConfigDraftRequest r;
     r.kernel_id = arg<std::string>(call, "kernel_id", "");
     r.kernel_path = arg<std::string>(call, "kernel_path", "");

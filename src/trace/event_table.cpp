@@ -117,6 +117,7 @@ void EventTable::append(const EventTable& other, const std::vector<StringId>& re
     o.input_dims = remap[o.input_dims];
     o.input_type = remap[o.input_type];
     o.concrete_inputs = remap[o.concrete_inputs];
+    o.input_strides = remap[o.input_strides];
     op_details.push_back(o);
   }
 }

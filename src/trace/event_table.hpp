@@ -66,6 +66,7 @@ struct OpDetail {
   StringId input_dims = kEmptyString;
   StringId input_type = kEmptyString;
   StringId concrete_inputs = kEmptyString;
+  StringId input_strides = kEmptyString;  // "Input Strides" (magpie replay rebuilds layouts)
 };
 
 struct EventTable {

@@ -132,7 +132,7 @@ struct RawEvent {
   // args
   int64_t correlation = kNoValue, external_id = kNoValue, device = kNoValue, stream = kNoValue;
   KernelDetail kernel;
-  std::string_view kernel_name, collective, input_dims, input_type, concrete_inputs, meta_name;
+  std::string_view kernel_name, collective, input_dims, input_type, concrete_inputs, input_strides, meta_name;
   bool has_kernel_detail = false;
 };
 
@@ -189,6 +189,8 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
       ev.input_type = raw_array(v);
     } else if (key == "Concrete Inputs") {
       ev.concrete_inputs = raw_array(v);
+    } else if (key == "Input Strides") {
+      ev.input_strides = raw_array(v);
     } else if (key == "kernel") {
       if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
     } else if (key == "Collective name") {
@@ -343,7 +345,7 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
              !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
     detail = static_cast<uint32_t>(t.op_details.size());
     t.op_details.push_back({out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
-                            out.strings.intern(ev.concrete_inputs)});
+                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides)});
   }
   t.detail.push_back(detail);
 }

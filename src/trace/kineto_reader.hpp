@@ -1,6 +1,7 @@
 #pragma once
 // PyTorch profiler (Kineto) JSON → Trace, with simdjson On-Demand over chunks
 // of the event array parsed in parallel.
+#include <functional>
 #include <string>
 
 #include "core/file_io.hpp"
@@ -13,6 +14,9 @@ struct IngestOptions {
   bool include_python_functions = false;  // python_function events are 60–90% of inference traces
   unsigned threads = 0;                   // 0 = all hardware threads
   size_t chunk_bytes = size_t{1} << 20;  // parser memory is ~5x a chunk, per thread
+  // Progress of a streamed ingest: (file, bytes of text parsed so far, bytes expected),
+  // from the reading thread, once per chunk. May be empty.
+  std::function<void(const std::string& origin, size_t done, size_t total)> on_bytes;
 };
 
 // `doc` must stay alive only during the call. Throws Error(kBadFormat) with the

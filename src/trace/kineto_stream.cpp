@@ -120,6 +120,7 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
     if (cut != std::string_view::npos) {
       add_chunk(begin, chunk_end_before(text, begin, cut));
       begin = cut;
+      if (options.on_bytes) options.on_bytes(origin, begin, arriving.expected_size());
     } else if (final) {
       break;
     }

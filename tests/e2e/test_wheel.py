@@ -65,7 +65,7 @@ def run(venv: Path, *args, **kw) -> subprocess.CompletedProcess:
 def test_python_m_magpie_version(venv):
     r = run(venv, venv / "bin" / "python", "-m", "Magpie", "--version")
     assert r.returncode == 0, r.stderr
-    assert re.fullmatch(r"magpie \d+\.\d+\.\d+\n", r.stdout)
+    assert re.fullmatch(r"magpie \d+\.\d+\.\d+( \(git [0-9a-f]+\))?\n", r.stdout)
 
 
 def test_console_script_version_and_exit_status(venv):

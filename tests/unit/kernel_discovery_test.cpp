@@ -244,6 +244,9 @@ TEST(KernelDiscovery, RepositoryExamples) {
   EXPECT_EQ(keys(r, root),
             (std::set<std::string>{
                 "cuda:kernels/common/harness.cuh:flush_l2_by_reading",
+                "pytorch:h200_traces/record_traces.py:Block",
+                "pytorch:h200_traces/record_traces.py:TinyLlama",
+                "triton:kernels/cheats/fused.py:_swiglu_kernel",
                 "cuda:kernels/matmul/matmul_naive.cu:matmul_naive",
                 "cuda:kernels/matmul/matmul_tiled.cu:matmul_tiled",
                 "cuda:kernels/validation/vector_add_gridstride.cu:vector_add_gridstride",

@@ -1,0 +1,53 @@
+#pragma once
+// One self-contained HTML report per kind of result (docs/HTML_REPORTS.md):
+// built from the typed results the other libraries return, except for the
+// parts only their written files hold (TraceLens stage tables, the serving
+// workspace's per-request records), which small readers here load.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/gap_analysis.hpp"
+#include "analysis/tracelens_report.hpp"
+#include "core/verdict.hpp"
+#include "html/html_page.hpp"
+#include "kernel/evaluation.hpp"
+#include "kernel/ranking.hpp"
+#include "store/report_diff.hpp"
+
+namespace magpie::html {
+
+// `magpie benchmark --trace-dir`: top kernels, time by category, each rank's
+// GPU timeline.
+Page gap_analysis_page(const analysis::GapAnalysisResult& result);
+
+// `magpie tracelens`: per stage, the GPU time split, op categories, top
+// kernels and the roofline scatter (from the stage CSVs it wrote).
+Page tracelens_page(const analysis::TraceLensResult& result);
+
+// `magpie analyze|compare`: per implementation the stages, the latency
+// distribution and round medians; for compare the speedup CIs and verdicts.
+struct KernelReportInput {
+  bool compare = false;
+  std::string gpu;
+  std::string timestamp;
+  const std::vector<kernel::Evaluation>* evaluations = nullptr;
+  const kernel::Ranking* ranking = nullptr;  // compare only
+  stats::VerdictSettings verdict_settings;
+};
+Page kernel_page(const KernelReportInput& input);
+
+// `magpie results diff`: per metric (per kernel) the change with its CI and verdict.
+Page results_diff_page(const store::ReportDiff& diff);
+
+// A serving benchmark workspace (benchmark_report.json and the per-request
+// records): latency distributions and percentiles per case, throughput
+// against latency over a sweep, a per-request timeline. Throws
+// Error(kNotFound/kBadFormat) naming the file.
+Page serving_page(const std::filesystem::path& workspace);
+
+// Renders and writes atomically; returns the path.
+std::filesystem::path write_page(const Page& page, const std::filesystem::path& path);
+
+}  // namespace magpie::html
