@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "command_context.hpp"
@@ -178,6 +179,10 @@ int ServeOptions::run(const std::string& framework, const std::string& output_di
   context.console = !progress->active() && (context.console || verbose);
   const jobs::ServingBenchmarkOutcome outcome = jobs::run_serving_benchmark(config, context);
   progress->finish();
+  // Warnings the run itself added (precision not applied, a reused server).
+  for (const auto& w : outcome.report.warnings)
+    if (std::find(config.warnings.begin(), config.warnings.end(), w) == config.warnings.end())
+      std::cerr << "warning: " << w << "\n";
   std::cout << jobs::console_text(outcome);
   if (html && !outcome.workspace.empty()) {
     auto path = html::write_page(html::serving_page(outcome.workspace),

@@ -1,35 +1,37 @@
 #include "jobs/serve_jobs.hpp"
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "jobs/run_recorder.hpp"
-#include "serve/benchmark_report.hpp"
+#include "serve/benchmark_report_writer.hpp"
 #include "serve/benchmark_runner.hpp"
 
 namespace magpie::jobs {
 
-namespace {
-
-// The figures a later `results diff` or a listing wants at a glance.
-void record_metrics(const nlohmann::json& report, RunRecorder& recorder) {
-  if (const auto t = report.find("throughput"); t != report.end() && t->is_object()) {
-    for (const char* key : {"request_throughput", "output_throughput", "total_token_throughput",
-                            "completed_requests", "duration_seconds"}) {
-      if (t->contains(key) && (*t)[key].is_number()) recorder.metric(key, (*t)[key].get<double>());
+std::map<std::string, double> headline_metrics(const serve::BenchmarkReport& report) {
+  std::map<std::string, double> out;
+  if (!report.cases.empty()) {
+    // The report's top-level figures are the first case's.
+    const auto& m = report.cases.front().metrics;
+    out["request_throughput"] = m.request_throughput;
+    out["output_throughput"] = m.output_throughput;
+    out["total_token_throughput"] = m.total_token_throughput;
+    out["completed_requests"] = static_cast<double>(m.completed);
+    out["failed_requests"] = static_cast<double>(m.failed);
+    out["duration_seconds"] = m.duration_s;
+    for (auto [name, stats] :
+         {std::pair{"ttft", &m.ttft}, {"tpot", &m.tpot}, {"itl", &m.itl}, {"e2el", &m.e2el}}) {
+      const std::string prefix(name);
+      out[prefix + ".mean_ms"] = stats->mean_ms;
+      out[prefix + ".median_ms"] = stats->median_ms;
+      auto p99 = stats->percentiles_ms.find(99.0);
+      out[prefix + ".p99_ms"] = p99 == stats->percentiles_ms.end() ? 0.0 : p99->second;
     }
   }
-  if (const auto l = report.find("latency"); l != report.end() && l->is_object()) {
-    for (const char* metric : {"ttft", "tpot", "itl", "e2el"}) {
-      if (!l->contains(metric) || !(*l)[metric].is_object()) continue;
-      for (const char* stat : {"mean_ms", "median_ms", "p99_ms"}) {
-        const auto& m = (*l)[metric];
-        if (m.contains(stat) && m[stat].is_number())
-          recorder.metric(std::string(metric) + "." + stat, m[stat].get<double>());
-      }
-    }
-  }
+  out["execution_time_s"] = report.execution_time_s;
+  return out;
 }
-
-}  // namespace
 
 ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& config,
                                               const JobContext& context) {
@@ -47,7 +49,8 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
     run.verbose = context.verbose;
     run.stop = context.cancel;
     if (context.progress) {
-      run.on_progress = [&context](double done, std::optional<double> total, const std::string& message) {
+      run.on_progress = [&context](double done, std::optional<double> total,
+                                   const std::string& message) {
         context.report(done, total, message);
       };
     }
@@ -59,16 +62,20 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
     out.workspace = result.workspace;
     out.report = std::move(result.report);
     recorder.workspace(out.workspace);
-    record_metrics(out.report, recorder);
+    if (out.report.gpu_selection) {
+      // The GPUs the engine was given, as the store's gpu column: "NVIDIA H200 (GPU 2,3)".
+      const auto& sel = *out.report.gpu_selection;
+      recorder.gpu(
+          fmt::format("{} (GPU {})", sel.names.empty() ? "" : sel.names.front(), sel.env_value));
+    }
+    for (const auto& [name, value] : headline_metrics(out.report)) recorder.metric(name, value);
     out.run_id = recorder.id();
     if (out.cancelled) {
       recorder.cancel();
     } else if (!out.success) {
-      std::string why = "the benchmark did not succeed";
-      if (const auto e = out.report.find("errors"); e != out.report.end() && e->is_array() && !e->empty() &&
-                                                    e->front().is_string())
-        why = e->front().get<std::string>();
-      recorder.fail(why);
+      recorder.fail(out.report.errors.empty() ? "the benchmark did not succeed (status " +
+                                                    serve::to_string(out.report.status) + ")"
+                                              : out.report.errors.front());
     }
     return out;
   });

@@ -2,6 +2,8 @@
 // kernel evaluation, serving benchmark). Arguments map onto the job's
 // request, the call's progress and cancel flag onto its JobContext; the job
 // records the run in the results store like the CLI does.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
 #include "serve/benchmark_config.hpp"
+#include "serve/benchmark_report_writer.hpp"
 
 namespace magpie::mcp::detail {
 
@@ -390,7 +393,7 @@ Tool benchmark_tool() {
     num("output_len", f.output_len);
     num("num_prompts", f.num_prompts);
     if (has_arg(call, "range_ratio"))
-      f.range_ratio = std::to_string(arg<double>(call, "range_ratio", 0.5));
+      f.range_ratio = fmt::format("{:g}", arg<double>(call, "range_ratio", 0.5));  // as the CLI echoes it
     if (has_arg(call, "token_id_max")) f.token_id_max = arg<int64_t>(call, "token_id_max", 30000);
     if (has_arg(call, "warmups")) f.warmups = arg<int64_t>(call, "warmups", 0);
     if (has_arg(call, "torch_profiler"))
@@ -418,7 +421,7 @@ Tool benchmark_tool() {
     json out = {{"success", o.success},
                 {"workspace", o.workspace.string()},
                 {"run_id", o.run_id},
-                {"report", o.report.is_object() ? o.report : json::object()}};
+                {"report", serve::report_json(o.report)}};
     std::string text = jobs::console_text(o);
     if (!o.success)
       throw Error(ErrorKind::kRejected, "the benchmark did not succeed; workspace " +

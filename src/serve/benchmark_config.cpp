@@ -163,6 +163,7 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   c.framework = get<std::string>(b, "framework", c.framework, origin);
   c.model = get<std::string>(b, "model", "", origin);
   c.precision = get<std::string>(b, "precision", c.precision, origin);
+  c.precision_given = b["precision"] && !b["precision"].IsNull();
   c.run_mode = get<std::string>(b, "run_mode", c.run_mode, origin);
   c.run_kind = get<std::string>(b, "run_kind", c.run_kind, origin);
   c.docker_image = get<std::string>(b, "docker_image", "", origin);
@@ -174,9 +175,28 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     for (auto it : e)
       c.envs[upper(it.first.as<std::string>())] =
           it.second.IsNull() ? "" : it.second.as<std::string>();
-  if (auto s = b["server_lifecycle"]; s && s.IsMap())
+  if (auto s = b["server_lifecycle"]; s && s.IsMap()) {
     c.server_ready_timeout_s =
         get<double>(s, "server_ready_timeout_s", c.server_ready_timeout_s, origin);
+    c.lifecycle.enabled = get<bool>(s, "enabled", c.lifecycle.enabled, origin);
+    c.lifecycle.force_reuse = get<bool>(s, "force_reuse", c.lifecycle.force_reuse, origin);
+  }
+  if (auto g = b["gpu_selection"]; g && g.IsMap()) {
+    GpuSelectionConfig sel;
+    sel.auto_select = get<bool>(g, "auto", sel.auto_select, origin);
+    sel.min_free_memory_gb = get<double>(g, "min_free_memory_gb", sel.min_free_memory_gb, origin);
+    if (g["count"] && !g["count"].IsNull()) sel.count = get<int64_t>(g, "count", 1, origin);
+    if (auto cand = g["candidates"]; cand && !cand.IsNull()) {
+      if (cand.IsScalar())  // "0,2" as well as [0, 2]
+        for (auto i : parse_int_list(cand.as<std::string>(), "gpu_selection.candidates"))
+          sel.candidates.push_back(static_cast<int>(i));
+      else
+        sel.candidates = get<std::vector<int>>(g, "candidates", {}, origin);
+    }
+    c.gpu_selection = sel;
+  } else if (g && !g.IsNull()) {
+    throw bad(origin, "benchmark.gpu_selection: expected a mapping (auto, min_free_memory_gb, count, candidates)");
+  }
   if (auto g = b["gap_analysis"]; g && g.IsMap()) {
     c.gap.enabled = get<bool>(g, "enabled", c.gap.enabled, origin);
     c.gap.start_pct = get<double>(g, "trace_start_pct", 0, origin);
@@ -194,6 +214,12 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
       c.system_profiler = get<bool>(t, "enabled", false, origin);
     if (auto t = p["tracelens"]; t && t.IsMap())
       c.tracelens = get<bool>(t, "enabled", false, origin);
+    if (auto t = p["gpu_monitor"]; t && t.IsMap()) {
+      c.gpu_monitor.enabled = get<bool>(t, "enabled", false, origin);
+      c.gpu_monitor.interval_s = get<double>(t, "interval_sec", c.gpu_monitor.interval_s, origin);
+      if (!(c.gpu_monitor.interval_s > 0))
+        throw bad(origin, "benchmark.profiler.gpu_monitor.interval_sec must be above 0");
+    }
   } else {
     c.warnings.push_back(
         "no `profiler:` section: running clean (Magpie would enable the torch profiler)");
@@ -251,7 +277,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   } else {
     if (f.framework) c.framework = *f.framework;
     if (f.model) c.model = *f.model;
-    if (f.precision) c.precision = *f.precision;
+    if (f.precision) c.precision = *f.precision, c.precision_given = true;
     if (f.docker_image) c.docker_image = *f.docker_image;
     if (f.timeout) c.timeout_seconds = *f.timeout;
     if (f.torch_profiler) c.torch_profiler = *f.torch_profiler;
@@ -329,6 +355,10 @@ void validate(const BenchmarkConfig& c) {
   if (c.client.dataset != "random" && c.client.dataset_path.empty())
     throw Error(ErrorKind::kUsage,
                 fmt::format("dataset {} needs --dataset-path", c.client.dataset));
+  if (c.precision != "fp8" && c.precision != "fp16" && c.precision != "bf16" && c.precision != "fp4")
+    throw Error(ErrorKind::kUsage, fmt::format("precision '{}': use fp8, fp16, bf16 or fp4", c.precision));
+  if (c.timeout_seconds < 0)
+    throw Error(ErrorKind::kUsage, fmt::format("timeout_seconds {}: use 0 (none) or more", c.timeout_seconds));
   (void)c.cases();  // parses every number
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "serve/gpu_monitor.hpp"
+#include "serve/gpu_selection.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"
 
@@ -53,17 +55,29 @@ struct WorkloadCase {
   std::string label() const;  // "CONC32_ISL1024_OSL512" (+ "_RATE2.5")
 };
 
+// `server_lifecycle:`. enabled false: Magpie does not launch the engine, one
+// must already answer at PORT; force_reuse: use one that answers there, else
+// launch. cleanup false (leave the server running) is not supported.
+struct ServerLifecycle {
+  bool enabled = true;
+  bool force_reuse = false;
+};
+
 struct BenchmarkConfig {
   std::string framework = "vllm";
   std::string model;
   std::string precision = "fp8";
+  bool precision_given = false;  // only an explicit precision sets engine flags
   std::string run_mode = "docker";          // docker | local (ray: dispatched by src/jobs/ray_jobs)
   std::string run_kind = "auto";            // auto | measurement | diagnostic
   std::map<std::string, std::string> envs;  // upper-cased keys
   std::string docker_image, gpu_arch;
-  double timeout_seconds = 3600;
+  double timeout_seconds = 3600;  // the whole run; 0 = none
   std::string hf_cache_path;
   double server_ready_timeout_s = 2700;
+  ServerLifecycle lifecycle;
+  std::optional<GpuSelectionConfig> gpu_selection;  // absent: the engine sees every GPU
+  GpuMonitorConfig gpu_monitor;
   bool torch_profiler = false;  // we default to a clean run (Magpie enables it)
   bool system_profiler = false;
   bool tracelens = false;

@@ -24,18 +24,17 @@ Key node(std::string name, std::vector<Key> children, std::string not_applied = 
 }
 
 const Key& schema() {
-  static const std::string kGpuIssue = "GPU selection and monitoring come with the preflight work; the run uses the visible GPUs";
   static const Key root = node(
       "benchmark",
       {leaf("framework"),
        leaf("model"),
-       leaf("precision", "the engine's precision flags are not set from it yet; pass them with --engine-arg"),
+       leaf("precision"),
        leaf("run_mode"),
        leaf("run_kind"),
        any("envs"),
        leaf("docker_image"),
        leaf("gpu_arch"),
-       leaf("timeout_seconds", "no overall time limit is enforced yet; server_ready_timeout_s and the per-request timeout apply"),
+       leaf("timeout_seconds"),
        leaf("hf_cache_path"),
        node("gap_analysis",
             {leaf("enabled"), leaf("trace_start_pct"), leaf("trace_end_pct"), leaf("top_k"),
@@ -43,12 +42,12 @@ const Key& schema() {
              leaf("find_kernel_sources", "kernel-source search runs only from `magpie benchmark --trace-dir`"),
              leaf("kernel_source_repos", "kernel-source search runs only from `magpie benchmark --trace-dir`")}),
        node("gpu_selection",
-            {leaf("auto"), leaf("min_free_memory_gb"), leaf("count"), leaf("candidates")}, kGpuIssue),
+            {leaf("auto"), leaf("min_free_memory_gb"), leaf("count"), leaf("candidates")}),
        any("ray_config"),  // read by the Ray job layer (ray::parse_ray_config names unknown keys)
        node("server_lifecycle",
-            {leaf("enabled", "the server is always launched and stopped by the run"),
-             leaf("cleanup", "the server is always stopped at the end of the run"),
-             leaf("force_reuse", "a running server is reused only through --endpoint"),
+            {leaf("enabled"),
+             leaf("cleanup", "the server is always stopped at the end of the run (a reused one is left alone)"),
+             leaf("force_reuse"),
              leaf("server_ready_timeout_s")}),
        node("sweep_matrix",
             {node("cases", {leaf("CONC"), leaf("ISL"), leaf("OSL"), leaf("NUM_PROMPTS"), leaf("RANDOM_RANGE_RATIO")}),
@@ -63,7 +62,7 @@ const Key& schema() {
                    leaf("export_format", "CSV is written"), leaf("gpu_arch_config", "the built-in GPU table is used"),
                    leaf("perf_report_enabled", "the perf report is always written"),
                    leaf("multi_rank_report_enabled", "there is no multi-rank collective report yet")}),
-             node("gpu_monitor", {leaf("enabled"), leaf("interval_sec")}, kGpuIssue)}),
+             node("gpu_monitor", {leaf("enabled"), leaf("interval_sec")})}),
        // Ours.
        leaf("endpoint"),
        node("client",

@@ -1,20 +1,126 @@
 #pragma once
-// benchmark_report.json with Magpie's keys (docs/MAGPIE_COMPATIBILITY.md §4) and summary.txt.
-#include <nlohmann/json.hpp>
+// What one `magpie benchmark` run found, as types: the runner fills it, the
+// faces (CLI, MCP, results store) read it, and one writer
+// (benchmark_report_writer.hpp) turns it into benchmark_report.json and
+// summary.txt with Magpie's keys (docs/MAGPIE_COMPATIBILITY.md §4).
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "analysis/gap_analysis.hpp"
+#include "analysis/gap_analysis_report.hpp"
+#include "analysis/tracelens_report.hpp"
+#include "serve/gpu_monitor.hpp"
+#include "serve/gpu_selection.hpp"
+#include "serve/prometheus_scrape.hpp"
 #include "serve/serving_metrics.hpp"
 
 namespace magpie::serve {
 
-// Magpie's `throughput` and `latency` blocks from our metrics.
-nlohmann::json magpie_throughput(const ServingMetrics& m);
-nlohmann::json magpie_latency(const ServingMetrics& m);
+// How the run ended. Magpie's report has `success` and we add `complete`;
+// `status` says which of these it was in one word.
+enum class RunStatus { kSuccess, kFailed, kIncomplete, kTimeout, kCancelled };
+std::string to_string(
+    RunStatus status);  // "success", "failed", "incomplete", "timeout", "cancelled"
 
-// A report with every Magpie key present (null/empty where nothing is known).
-nlohmann::json empty_report(const std::string& framework, const std::string& model);
+// The settings that shaped the numbers, echoed into the report (`config`).
+struct ConfigEcho {
+  std::string precision;
+  std::string run_mode;  // docker | local | endpoint
+  std::map<std::string, std::string> envs;
+  size_t num_cases = 0;
+  double timeout_seconds = 0;
+  std::vector<std::string> precision_args;  // engine flags `precision` became; empty = none
+};
 
-// Magpie's summary.txt layout, plus our completeness and sweep lines.
-std::string summary_text(const nlohmann::json& report);
+// The engine the load went to (`server`).
+struct ServerInfo {
+  std::string mode;  // local | docker | endpoint
+  std::string url;
+  std::map<std::string, std::string> env;
+  std::string command;  // shell-quoted; empty in endpoint mode
+  std::string image;
+  std::filesystem::path log;  // empty in endpoint mode
+  std::string model_revision;
+  std::string served_model;
+};
+
+// The client's own cost, so a reader can tell it from the server's.
+struct ClientOverhead {
+  MetricStats read_to_record;  // each event's first byte → its record
+  size_t connections_opened = 0;
+};
+
+// One workload of the run (a sweep has several).
+struct CaseReport {
+  std::string label;  // CONC32_ISL1024_OSL512
+  int64_t concurrency = 0, input_len = 0, output_len = 0;
+  int64_t num_prompts = 0;
+  double request_rate = std::numeric_limits<double>::infinity();
+  bool complete = false;
+  bool profiled = false;
+  ServingMetrics metrics;
+  size_t not_sent = 0;
+  ClientOverhead client;
+  std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
+  std::filesystem::path requests_path;    // requests.jsonl
+};
+
+// One row of `kernel_summary`.
+struct KernelTime {
+  std::string name;
+  double time_ms = 0;
+  double percent = 0;
+  int64_t calls = 0;
+};
+
+// Gap analysis of the profiled window's traces.
+struct GapAnalysisBlock {
+  analysis::GapAnalysisResult result;
+  analysis::GapReportFiles files;
+  std::vector<std::string> notes;
+};
+
+// TraceLens over the profiled window: its manifest, or why there is none.
+struct TraceLensBlock {
+  std::optional<analysis::TraceLensResult> result;
+  std::vector<std::string> errors;
+};
+
+struct BenchmarkReport {
+  std::string framework, model;
+  std::string timestamp;  // local time, ISO 8601 without zone
+  std::filesystem::path workspace_dir;
+  std::string run_kind = "measurement";  // measurement | diagnostic
+  bool profiling_enabled = false;
+  ConfigEcho config;
+  std::optional<GpuSelection> gpu_selection;  // absent: no selection asked for
+  std::optional<ServerInfo> server;           // absent: it never got that far
+  std::vector<CaseReport> cases;
+  // Server-side view: /metrics before and after the run (absent when the server died).
+  std::optional<std::pair<PrometheusScrape, PrometheusScrape>> server_metrics;
+  std::string server_metrics_prefix;  // "vllm:" or "" (all)
+  // Profiling.
+  std::optional<std::filesystem::path> torch_trace_dir;
+  size_t torch_trace_files = 0;
+  std::optional<GapAnalysisBlock> gap_analysis;
+  std::vector<KernelTime> kernel_summary;
+  std::vector<std::string> top_bottlenecks;
+  std::optional<TraceLensBlock> tracelens;
+  // gpu_monitor.enabled: the per-GPU summary or why there is none.
+  std::optional<GpuMonitorSummary> gpu_monitor;
+  // Outcome.
+  RunStatus status = RunStatus::kFailed;
+  bool success = false;
+  bool complete = false;
+  bool reward_eligible = false;
+  double execution_time_s = 0;
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
 
 }  // namespace magpie::serve

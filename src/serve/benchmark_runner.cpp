@@ -1,20 +1,25 @@
 #include "serve/benchmark_runner.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "analysis/tracelens_report.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
-#include "serve/benchmark_report.hpp"
+#include "serve/benchmark_report_writer.hpp"
 #include "serve/dataset.hpp"
+#include "serve/engine_command.hpp"
 #include "serve/engine_launcher.hpp"
+#include "serve/engine_precision.hpp"
+#include "serve/gpu_lock.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
 #include "serve/profiling.hpp"
@@ -65,276 +70,486 @@ std::vector<Prompt> make_prompts(const ClientOptions& o, const WorkloadCase& w, 
   return jsonl_dataset(o.dataset_path, f);
 }
 
-// A lightweight view of the client's own cost for the report.
-nlohmann::json client_overhead_json(const ServingMetrics& m, const LoadResult& r) {
-  std::vector<double> lag = r.record_lag_s;
-  auto lag_stats = metric_stats(std::move(lag), {50, 99});
-  return {
-      {"scheduled_to_sent_ms",
-       {{"mean", m.client_overhead.mean_ms},
-        {"p50", m.client_overhead.percentiles_ms.count(50) ? m.client_overhead.percentiles_ms.at(50)
-                                                           : 0.0},
-        {"p99", m.client_overhead.percentiles_ms.count(99) ? m.client_overhead.percentiles_ms.at(99)
-                                                           : 0.0}}},
-      {"read_to_record_ms",
-       {{"mean", lag_stats.mean_ms},
-        {"p50", lag_stats.percentiles_ms[50]},
-        {"p99", lag_stats.percentiles_ms[99]}}},
-      {"client_queue_time_ms",
-       {{"mean", m.client_queue.mean_ms},
-        {"p99",
-         m.client_queue.percentiles_ms.count(99) ? m.client_queue.percentiles_ms.at(99) : 0.0}}},
-      {"connections_opened", r.connections_opened}};
+// One stop flag for everything below the runner (readiness wait, load
+// generator): set by the caller's stop (Ctrl-C, an MCP cancel) or by the
+// overall timeout, and it remembers which.
+class RunStop {
+ public:
+  RunStop(const std::atomic<bool>* outer, double timeout_s) : outer_(outer) {
+    const bool has_deadline = timeout_s > 0;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    watcher_ = std::thread([this, has_deadline, deadline] {
+      std::unique_lock lock(mutex_);
+      while (!done_) {
+        if (outer_ && outer_->load()) {
+          stop_ = true;
+        } else if (has_deadline && std::chrono::steady_clock::now() >= deadline) {
+          timed_out_ = true;
+          stop_ = true;
+        }
+        if (stop_) break;
+        wake_.wait_for(lock, std::chrono::milliseconds(100));
+      }
+    });
+  }
+  ~RunStop() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    watcher_.join();
+  }
+  RunStop(const RunStop&) = delete;
+  RunStop& operator=(const RunStop&) = delete;
+
+  const std::atomic<bool>* flag() const { return &stop_; }
+  bool stopped() const { return stop_.load(); }
+  bool timed_out() const { return timed_out_.load(); }
+
+ private:
+  const std::atomic<bool>* outer_;
+  std::atomic<bool> stop_{false}, timed_out_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread watcher_;
+};
+
+// Picks the GPUs and takes their locks: another magpie run's GPUs are marked
+// busy and the choice is made again without them, until it holds or cannot be met.
+GpuLocks select_and_lock(const GpuSelectionConfig& config, GpuInventory inventory, int64_t tp,
+                         GpuSelection& chosen) {
+  GpuLocks locks;
+  while (true) {
+    chosen = select_gpus(config, inventory, tp);  // throws when too few are left
+    bool all = true;
+    for (int index : chosen.indices) {
+      auto& gpu = *std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
+                                [&](const GpuInventoryEntry& g) { return g.index == index; });
+      if (!locks.try_lock(gpu_lock_key(gpu))) {
+        gpu.busy = true;
+        all = false;
+      }
+    }
+    if (all) break;
+    locks.release_all();
+  }
+  chosen.reason += fmt::format("; locked in {} for the run", GpuLocks::default_dir().string());
+  return locks;
+}
+
+// Settings that turn into the engine's environment and flags: GPU selection,
+// precision. Runs before the workspace exists, so a request that cannot be met
+// fails without leaving an empty run behind. Returns the GPU locks, held for the run.
+GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
+  const bool endpoint = !c.endpoint.empty();
+  GpuLocks locks;
+  if (c.gpu_selection) {
+    if (endpoint) {
+      report.warnings.push_back(
+          "gpu_selection is not applied: with --endpoint the server is not launched by magpie");
+    } else {
+      int64_t tp = 1;
+      try {
+        tp = std::stoll(c.env("TP", "1"));
+      } catch (const std::exception&) {
+      }
+      GpuSelection chosen;
+      locks = select_and_lock(*c.gpu_selection, query_gpu_inventory(), tp, chosen);
+      c.envs[chosen.env_name] = chosen.env_value;
+      // NVML numbers GPUs in PCI bus order; CUDA's default order is fastest
+      // first. Same order, so the index chosen is the GPU the engine gets.
+      if (chosen.env_name == "CUDA_VISIBLE_DEVICES" && !c.envs.count("CUDA_DEVICE_ORDER"))
+        c.envs["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+      report.gpu_selection = chosen;
+    }
+  }
+  if (c.precision_given && !endpoint) {
+    auto fw = parse_framework(c.framework);
+    const char* extra_key = fw == Framework::kVllm     ? "EXTRA_VLLM_ARGS"
+                            : fw == Framework::kSglang ? "EXTRA_SGLANG_ARGS"
+                                                       : "EXTRA_ATOM_ARGS";
+    std::vector<std::string> given = split_args(c.env(extra_key));
+    given.insert(given.end(), c.engine_extra_args.begin(), c.engine_extra_args.end());
+    auto p = precision_args(fw, c.precision, given);
+    if (!p.warning.empty()) report.warnings.push_back(p.warning);
+    c.engine_extra_args.insert(c.engine_extra_args.begin(), p.args.begin(), p.args.end());
+    report.config.precision_args = p.args;
+  } else if (c.precision_given) {
+    report.warnings.push_back(
+        "precision is not applied: with --endpoint the server is not launched by magpie");
+  }
+  return locks;
+}
+
+bool answers_health(const Endpoint& e) {
+  auto r = http_request(e, "GET", e.target("/health"), "", std::chrono::seconds(5));
+  return r.ok && r.status == 200;
+}
+
+// server_lifecycle: reuse a server already answering at PORT (force_reuse),
+// or require one (enabled: false). Turns the run into an endpoint run.
+void apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
+  if (!c.endpoint.empty() || (c.lifecycle.enabled && !c.lifecycle.force_reuse)) return;
+  Endpoint existing;
+  existing.port = static_cast<uint16_t>(std::stoi(c.env("PORT", "8000")));
+  if (answers_health(existing)) {
+    report.warnings.push_back(
+        fmt::format("server_lifecycle: reusing the server already answering at {} (not launched, "
+                    "not stopped by magpie)",
+                    existing.url()));
+    c.endpoint = existing.url();
+    return;
+  }
+  if (!c.lifecycle.enabled)
+    throw Error(
+        ErrorKind::kInternal,
+        fmt::format("server_lifecycle.enabled is false, so magpie does not launch the engine, and "
+                    "nothing answers at {}/health",
+                    existing.url()),
+        "", std::nullopt, "start the server on PORT first, or set server_lifecycle.enabled: true");
+}
+
+ServerInfo server_info(const LaunchPlan& plan) {
+  ServerInfo s;
+  s.mode = plan.mode;
+  s.url = plan.endpoint.url();
+  s.env = plan.env;
+  if (!plan.argv.empty()) s.command = shell_join(plan.argv);
+  s.image = plan.image;
+  if (plan.mode != "endpoint") s.log = plan.log_path;
+  return s;
+}
+
+LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t n,
+                         const Endpoint& endpoint, const std::string& model_field,
+                         const RunContext& ctx, const std::atomic<bool>* stop) {
+  LoadOptions lo;
+  lo.endpoint = endpoint;
+  lo.request.api = c.client.api;
+  lo.request.model = model_field;
+  lo.request.ignore_eos = c.client.ignore_eos;
+  lo.request.continuous_usage = c.client.continuous_usage;
+  lo.prompts = make_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
+  lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
+  lo.duration_s = c.client.duration_s;
+  lo.arrivals.request_rate = w.request_rate;
+  lo.arrivals.burstiness = c.client.burstiness;
+  lo.arrivals.seed = c.client.seed;
+  lo.max_concurrency = static_cast<size_t>(w.concurrency);
+  lo.warmups = c.client.warmups >= 0 ? static_cast<size_t>(c.client.warmups)
+                                     : static_cast<size_t>(2 * w.concurrency);
+  lo.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
+  lo.progress = ctx.progress;
+  lo.stop = stop;
+  return lo;
+}
+
+// Everything after the server is ready: the cases, the profiled window and
+// what is made of its traces.
+class CaseRunner {
+ public:
+  CaseRunner(const BenchmarkConfig& c, const RunContext& ctx, const RunStop& stop,
+             EngineServer& server, BenchmarkReport& report, bool& complete, bool& any_case_ok)
+      : c_(c),
+        ctx_(ctx),
+        stop_(stop),
+        server_(server),
+        report_(report),
+        complete_(complete),
+        any_case_ok_(any_case_ok) {}
+
+  void run(const std::string& model_field) {
+    const auto& endpoint = server_.plan().endpoint;
+    auto before = scrape_metrics(endpoint);
+    auto cases = c_.cases();
+    for (size_t ci = 0; ci < cases.size(); ++ci)
+      if (!run_case(cases, ci, model_field)) break;
+    if (server_.alive() && !stop_.stopped()) {
+      report_.server_metrics.emplace(before, scrape_metrics(endpoint));
+      report_.server_metrics_prefix = c_.framework == "vllm" ? "vllm:" : "";
+    }
+    if (stop_.stopped()) return;  // no waiting on traces past the deadline or a cancel
+    profile_outputs(cases);
+  }
+
+ private:
+  // False when the run must end here.
+  bool run_case(const std::vector<WorkloadCase>& cases, size_t ci, const std::string& model_field) {
+    const auto& w = cases[ci];
+    const auto& endpoint = server_.plan().endpoint;
+    fs::path case_dir =
+        cases.size() == 1 ? report_.workspace_dir : report_.workspace_dir / "cases" / w.label();
+    fs::create_directories(case_dir);
+    bool profile_this = c_.torch_profiler && !profiled_;
+    size_t n = static_cast<size_t>(w.num_prompts);
+    if (profile_this && c_.client.profile_num_prompts > 0)
+      n = static_cast<size_t>(c_.client.profile_num_prompts);
+    LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag());
+    if (ctx_.on_progress) {
+      lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned,
+                                                         const std::string& line) {
+        // Cases count as equal parts of the run.
+        double part = planned ? static_cast<double>(done) / static_cast<double>(planned) : 0.0;
+        ctx_.on_progress(static_cast<double>(ci) + part, static_cast<double>(ncases),
+                         fmt::format("case {}/{}: {}", ci + 1, ncases, line));
+      };
+    }
+    EngineServer* srv = &server_;
+    lo.server_alive = [srv] { return srv->alive(); };
+    RequestLog log(case_dir / "requests.jsonl");
+    lo.on_record = [&log](const RequestRecord& r) { log.write(r, nullptr); };
+    std::string profile_error;
+    if (profile_this) lo.on_measure_start = [&] { profile_error = start_profile(endpoint); };
+    if (ctx_.progress)
+      std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
+                               cases.size(), w.label(), n, w.concurrency, w.request_rate);
+    auto result = run_load(lo);
+    log.flush();
+    if (server_.plan().mode == "endpoint" && !result.server_died && !result.interrupted) {
+      // No child to watch: transport failures plus a dead /health mean the
+      // server went away mid-run.
+      bool transport_failures =
+          std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
+            return r.failure == FailureReason::kConnectFailed ||
+                   r.failure == FailureReason::kTransport ||
+                   r.failure == FailureReason::kIncompleteStream;
+          });
+      if (transport_failures && !answers_health(endpoint)) result.server_died = true;
+    }
+    if (profile_this) {
+      profiled_ = true;
+      if (profile_error.empty() && server_.alive()) profile_error = stop_profile(endpoint);
+      if (!profile_error.empty()) report_.errors.push_back("profiling: " + profile_error);
+    }
+    MetricsInput mi;
+    mi.records = &result.records;
+    mi.duration_s = result.duration_s;
+    mi.percentiles = c_.client.percentiles;
+    mi.slo = c_.client.slo;
+    mi.peak_concurrency = result.peak_concurrency;
+
+    CaseReport cr;
+    cr.label = w.label();
+    cr.concurrency = w.concurrency;
+    cr.input_len = w.input_len;
+    cr.output_len = w.output_len;
+    cr.num_prompts = static_cast<int64_t>(n);
+    cr.request_rate = w.request_rate;
+    cr.complete = !result.server_died && !result.interrupted;
+    cr.profiled = profile_this;
+    cr.metrics = compute_metrics(mi);
+    cr.not_sent = result.not_sent;
+    cr.client.read_to_record = metric_stats(result.record_lag_s, {50, 99});
+    cr.client.connections_opened = result.connections_opened;
+    cr.raw_result_path = case_dir / "benchmark_serving_result.json";
+    cr.requests_path = case_dir / "requests.jsonl";
+    write_raw_result(cr, result.records, w, model_field);
+    report_.cases.push_back(std::move(cr));
+    const auto& m = report_.cases.back().metrics;
+
+    if (m.completed > 0) any_case_ok_ = true;
+    if (result.server_died) {
+      complete_ = false;
+      auto status = server_.exit_status();
+      report_.errors.push_back(
+          fmt::format("server died during case {} ({}); {} of {} requests completed, {} failed, {} "
+                      "never sent; report is partial",
+                      w.label(), status.empty() ? "no longer answering" : status, m.completed, n,
+                      m.failed, result.not_sent));
+      return false;
+    }
+    if (result.interrupted) {
+      complete_ = false;
+      report_.errors.push_back(
+          stop_.timed_out()
+              ? fmt::format("timeout: the run passed timeout_seconds ({:g} s) during case {}; the "
+                            "server was "
+                            "stopped and the report holds what was measured",
+                            c_.timeout_seconds, w.label())
+              : fmt::format("interrupted during case {}; report holds what was measured",
+                            w.label()));
+      return false;
+    }
+    if (m.completed == 0) {
+      report_.errors.push_back(
+          fmt::format("case {}: every request failed ({})", w.label(),
+                      m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
+      if (c_.on_failure == "abort") return false;
+    }
+    return true;
+  }
+
+  // vLLM bench serve's result file for the case (per-request arrays included).
+  void write_raw_result(const CaseReport& cr, const std::vector<RequestRecord>& records,
+                        const WorkloadCase& w, const std::string& model_field) {
+    auto raw = vllm_result_json(cr.metrics, records, true);
+    raw["date"] = timestamp_now("%Y%m%d-%H%M%S");
+    raw["backend"] = c_.client.api == ApiKind::kChat ? "openai-chat" : "vllm";
+    raw["endpoint_type"] = raw["backend"];
+    raw["model_id"] = model_field;
+    raw["num_prompts"] = cr.num_prompts;
+    raw["request_rate"] =
+        std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
+    raw["burstiness"] = c_.client.burstiness;
+    raw["max_concurrency"] = w.concurrency;
+    write_file_atomic(cr.raw_result_path, raw.dump(2));
+  }
+
+  fs::path trace_dir() const {
+    return server_.plan().profiler_dir.empty() ? report_.workspace_dir / "torch_trace"
+                                               : server_.plan().profiler_dir;
+  }
+
+  void profile_outputs(const std::vector<WorkloadCase>& cases) {
+    if (c_.torch_profiler && profiled_) {
+      size_t traces = server_.alive() ? wait_for_traces(trace_dir(), 180) : 0;
+      report_.torch_trace_dir = trace_dir();
+      report_.torch_trace_files = traces;
+      if (traces == 0) {
+        report_.errors.push_back(
+            fmt::format("profiling: no trace files appeared in {}", trace_dir().string()));
+      } else if (c_.gap.enabled) {
+        auto gap =
+            run_profile_gap_analysis(trace_dir(), report_.workspace_dir / "gap_analysis", c_.gap);
+        report_.gap_analysis = std::move(gap.block);
+        report_.kernel_summary = std::move(gap.kernel_summary);
+        report_.top_bottlenecks = std::move(gap.top_bottlenecks);
+        for (const auto& e : gap.errors) report_.errors.push_back(e);
+        for (const auto& note : gap.notes) report_.warnings.push_back(note);
+      }
+    }
+    if (!c_.tracelens) return;
+    TraceLensBlock block;
+    if (!profiled_) {
+      block.errors.push_back("tracelens needs profiler.torch_profiler.enabled");
+    } else {
+      analysis::TraceLensOptions tl;
+      tl.trace = trace_dir();
+      tl.output_dir = report_.workspace_dir;
+      if (fs::is_directory(trace_dir() / "capture_traces"))
+        tl.capture_dir = trace_dir() / "capture_traces";
+      tl.isl = cases.front().input_len;
+      tl.osl = cases.front().output_len;
+      tl.conc = cases.front().concurrency;
+      try {
+        block.result = analysis::run_tracelens(tl);
+      } catch (const Error& e) {
+        block.errors.push_back(e.what());
+      }
+    }
+    report_.tracelens = std::move(block);
+  }
+
+  const BenchmarkConfig& c_;
+  const RunContext& ctx_;
+  const RunStop& stop_;
+  EngineServer& server_;
+  BenchmarkReport& report_;
+  bool& complete_;
+  bool& any_case_ok_;
+  bool profiled_ = false;
+};
+
+void finalize(BenchmarkReport& report, bool complete, bool any_case_ok, const RunStop& stop,
+              std::chrono::steady_clock::time_point t_start) {
+  report.complete = complete;
+  report.success = any_case_ok && complete && report.errors.empty();
+  report.reward_eligible = report.success && report.run_kind == "measurement";
+  if (stop.timed_out())
+    report.status = RunStatus::kTimeout;
+  else if (stop.stopped())
+    report.status = RunStatus::kCancelled;
+  else if (report.success)
+    report.status = RunStatus::kSuccess;
+  else
+    report.status = complete ? RunStatus::kFailed : RunStatus::kIncomplete;
+  report.execution_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 }
 
 }  // namespace
 
-BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) {
+BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& ctx) {
   auto t_start = std::chrono::steady_clock::now();
+  BenchmarkConfig c = config;  // engine settings below add env and flags
   BenchmarkOutcome outcome;
+  auto& report = outcome.report;
+  report.warnings = c.warnings;
+  GpuLocks gpu_locks = resolve_engine_settings(c, report);
+
   outcome.workspace = make_workspace(c);
   const auto& ws = outcome.workspace;
   if (ctx.on_workspace) ctx.on_workspace(ws);
-  auto& report = outcome.report = empty_report(c.framework, c.model);
-  report["workspace_dir"] = ws.string();
-  report["timestamp"] = timestamp_now("%Y-%m-%dT%H:%M:%S");
-  std::string run_kind = c.resolved_run_kind();
-  report["run_kind"] = run_kind;
-  report["profiling_enabled"] = c.torch_profiler;
-  for (const auto& w : c.warnings) report["warnings"].push_back(w);
+  report.framework = c.framework;
+  report.model = c.model;
+  report.workspace_dir = ws;
+  report.timestamp = timestamp_now("%Y-%m-%dT%H:%M:%S");
+  report.run_kind = c.resolved_run_kind();
+  report.profiling_enabled = c.torch_profiler;
   write_file_atomic(ws / "config.yaml", c.config_yaml.empty()
                                             ? "# inline flags; see benchmark_report.json `config`\n"
                                             : c.config_yaml);
+  report.config.precision = c.precision;
+  report.config.envs = c.envs;
+  report.config.num_cases = c.cases().size();
+  report.config.timeout_seconds = c.timeout_seconds;
 
-  auto cases = c.cases();
-  report["config"] = {{"precision", c.precision},
-                      {"run_mode", c.endpoint.empty() ? c.run_mode : "endpoint"},
-                      {"envs", c.envs},
-                      {"num_cases", cases.size()}};
+  RunStop stop(ctx.stop, c.timeout_seconds);
+  // The GPU monitor covers the workload: from the server being ready to the
+  // last case, so its ranges are not diluted by model loading or shutdown.
+  std::optional<GpuMonitor> monitor;
+  auto start_monitor = [&] {
+    if (!c.gpu_monitor.enabled) return;
+    std::vector<int> indices =
+        report.gpu_selection ? report.gpu_selection->indices : std::vector<int>{};
+    monitor.emplace(c.gpu_monitor, std::move(indices), ws / "gpu_monitor.csv");
+  };
   bool complete = true;
   bool any_case_ok = false;
-  auto add_error = [&](const std::string& e) { report["errors"].push_back(e); };
-  auto finalize = [&]() {
-    report["complete"] = complete;
-    report["success"] = any_case_ok && complete && report["errors"].empty();
-    report["reward_eligible"] = report["success"].get<bool>() && run_kind == "measurement";
-    report["execution_time"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    write_file_atomic(ws / "benchmark_report.json", report.dump(2));
-    write_file_atomic(ws / "summary.txt", summary_text(report));
-    outcome.success = report["success"].get<bool>();
-  };
-
   std::unique_ptr<EngineServer> server;
   try {
+    apply_lifecycle(c, report);
+    report.config.run_mode = c.endpoint.empty() ? c.run_mode : "endpoint";
     server = std::make_unique<EngineServer>(plan_launch(c, ws));
-    report["server"] = server->describe();
-    report["server"]["model_revision"] = model_revision(c.model, c.hf_cache_path);
+    report.server = server_info(server->plan());
+    report.server->model_revision = model_revision(c.model, c.hf_cache_path);
     if (ctx.progress)
-      std::cerr << fmt::format("starting server: {}\n",
-                               report["server"].value("command", server->plan().endpoint.url()));
+      std::cerr << fmt::format("starting server: {}\n", report.server->command.empty()
+                                                            ? report.server->url
+                                                            : report.server->command);
     if (ctx.on_progress) ctx.on_progress(0, std::nullopt, "waiting for the server to become ready");
-    std::string served = server->start(c.server_ready_timeout_s, ctx.stop);
-    report["server"]["served_model"] = served;
-    if (report["model"].get<std::string>().empty()) report["model"] = served;
+    std::string served = server->start(c.server_ready_timeout_s, stop.flag());
+    report.server->served_model = served;
+    if (report.model.empty()) report.model = served;
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
-    const auto& endpoint = server->plan().endpoint;
-
-    auto before = scrape_metrics(endpoint);
-    bool profiled = false;
-    for (size_t ci = 0; ci < cases.size(); ++ci) {
-      const auto& w = cases[ci];
-      fs::path case_dir = cases.size() == 1 ? ws : ws / "cases" / w.label();
-      fs::create_directories(case_dir);
-      LoadOptions lo;
-      lo.endpoint = endpoint;
-      lo.request.api = c.client.api;
-      lo.request.model = model_field;
-      lo.request.ignore_eos = c.client.ignore_eos;
-      lo.request.continuous_usage = c.client.continuous_usage;
-      bool profile_this = c.torch_profiler && !profiled;
-      size_t n = static_cast<size_t>(w.num_prompts);
-      if (profile_this && c.client.profile_num_prompts > 0)
-        n = static_cast<size_t>(c.client.profile_num_prompts);
-      lo.prompts = make_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
-      lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
-      lo.duration_s = c.client.duration_s;
-      lo.arrivals.request_rate = w.request_rate;
-      lo.arrivals.burstiness = c.client.burstiness;
-      lo.arrivals.seed = c.client.seed;
-      lo.max_concurrency = static_cast<size_t>(w.concurrency);
-      lo.warmups = c.client.warmups >= 0 ? static_cast<size_t>(c.client.warmups)
-                                         : static_cast<size_t>(2 * w.concurrency);
-      lo.request_timeout =
-          std::chrono::milliseconds(static_cast<int64_t>(c.client.request_timeout_s * 1000));
-      lo.progress = ctx.progress;
-      if (ctx.on_progress) {
-        lo.on_progress = [&ctx, ci, ncases = cases.size()](size_t done, size_t planned, const std::string& line) {
-          // Cases count as equal parts of the run.
-          double part = planned ? static_cast<double>(done) / static_cast<double>(planned) : 0.0;
-          ctx.on_progress(static_cast<double>(ci) + part, static_cast<double>(ncases),
-                          fmt::format("case {}/{}: {}", ci + 1, ncases, line));
-        };
-      }
-      lo.stop = ctx.stop;
-      EngineServer* srv = server.get();
-      lo.server_alive = [srv] { return srv->alive(); };
-      RequestLog log(case_dir / "requests.jsonl");
-      lo.on_record = [&log](const RequestRecord& r) { log.write(r, nullptr); };
-      std::string profile_error;
-      if (profile_this) {
-        lo.on_measure_start = [&] { profile_error = start_profile(endpoint); };
-      }
-      if (ctx.progress)
-        std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
-                                 cases.size(), w.label(), n, w.concurrency, w.request_rate);
-      auto result = run_load(lo);
-      log.flush();
-      if (server->plan().mode == "endpoint" && !result.server_died && !result.interrupted) {
-        // No child to watch: transport failures plus a dead /health mean the
-        // server went away mid-run.
-        bool transport_failures =
-            std::any_of(result.records.begin(), result.records.end(), [](const RequestRecord& r) {
-              return r.failure == FailureReason::kConnectFailed ||
-                     r.failure == FailureReason::kTransport ||
-                     r.failure == FailureReason::kIncompleteStream;
-            });
-        if (transport_failures &&
-            !http_request(endpoint, "GET", endpoint.target("/health"), "", std::chrono::seconds(5))
-                 .ok)
-          result.server_died = true;
-      }
-      if (profile_this) {
-        profiled = true;
-        if (profile_error.empty() && server->alive()) profile_error = stop_profile(endpoint);
-        if (!profile_error.empty()) add_error("profiling: " + profile_error);
-      }
-      MetricsInput mi;
-      mi.records = &result.records;
-      mi.duration_s = result.duration_s;
-      mi.percentiles = c.client.percentiles;
-      mi.slo = c.client.slo;
-      mi.peak_concurrency = result.peak_concurrency;
-      auto m = compute_metrics(mi);
-      auto raw = vllm_result_json(m, result.records, true);
-      raw["date"] = timestamp_now("%Y%m%d-%H%M%S");
-      raw["backend"] = c.client.api == ApiKind::kChat ? "openai-chat" : "vllm";
-      raw["endpoint_type"] = raw["backend"];
-      raw["model_id"] = model_field;
-      raw["num_prompts"] = n;
-      raw["request_rate"] =
-          std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate);
-      raw["burstiness"] = c.client.burstiness;
-      raw["max_concurrency"] = w.concurrency;
-      write_file_atomic(case_dir / "benchmark_serving_result.json", raw.dump(2));
-      bool case_complete = !result.server_died && !result.interrupted;
-      nlohmann::json cj{
-          {"label", w.label()},
-          {"concurrency", w.concurrency},
-          {"input_len", w.input_len},
-          {"output_len", w.output_len},
-          {"num_prompts", n},
-          {"request_rate",
-           std::isinf(w.request_rate) ? nlohmann::json("inf") : nlohmann::json(w.request_rate)},
-          {"complete", case_complete},
-          {"profiled", profile_this},
-          {"throughput", magpie_throughput(m)},
-          {"latency", magpie_latency(m)},
-          {"failures_by_reason", m.failures_by_reason},
-          {"peak_concurrency", m.peak_concurrency},
-          {"max_concurrent_requests", m.max_concurrent_requests},
-          {"not_sent", result.not_sent},
-          {"client", client_overhead_json(m, result)},
-          {"raw_result_path", (case_dir / "benchmark_serving_result.json").string()},
-          {"requests_path", (case_dir / "requests.jsonl").string()}};
-      if (m.itl_per_token.count) cj["latency"]["itl_per_token"] = magpie_latency(m)["itl"];
-      report["cases"].push_back(cj);
-      if (ci == 0 || !report["throughput"].is_object()) {
-        // Magpie's top-level blocks: the first case (the only one without a sweep).
-        report["throughput"] = cj["throughput"];
-        report["latency"] = cj["latency"];
-        report["raw_result"] = vllm_result_json(m, result.records, false);
-      }
-      if (m.completed > 0) any_case_ok = true;
-      if (result.server_died) {
-        complete = false;
-        auto status = server->exit_status();
-        add_error(fmt::format(
-            "server died during case {} ({}); {} of {} requests completed, {} failed, {} never "
-            "sent; report is partial",
-            w.label(), status.empty() ? "no longer answering" : status, m.completed, n, m.failed,
-            result.not_sent));
-        break;
-      }
-      if (result.interrupted) {
-        complete = false;
-        add_error(
-            fmt::format("interrupted during case {}; report holds what was measured", w.label()));
-        break;
-      }
-      if (m.completed == 0) {
-        add_error(
-            fmt::format("case {}: every request failed ({})", w.label(),
-                        m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
-        if (c.on_failure == "abort") break;
-      }
-    }
-    if (server->alive()) {
-      auto after = scrape_metrics(endpoint);
-      report["server_metrics"] =
-          prometheus_summary(before, after, c.framework == "vllm" ? "vllm:" : "");
-    }
-    if (c.torch_profiler && profiled) {
-      auto trace_dir =
-          server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
-      size_t traces = server->alive() ? wait_for_traces(trace_dir, 180) : 0;
-      report["torch_trace_dir"] = trace_dir.string();
-      report["torch_trace_files"] = traces;
-      if (traces == 0) {
-        add_error(fmt::format("profiling: no trace files appeared in {}", trace_dir.string()));
-      } else if (c.gap.enabled) {
-        auto gap = run_profile_gap_analysis(trace_dir, ws / "gap_analysis", c.gap);
-        if (!gap.block.is_null()) report["gap_analysis"] = gap.block;
-        report["kernel_summary"] = gap.kernel_summary;
-        report["top_bottlenecks"] = gap.top_bottlenecks;
-        for (const auto& e : gap.errors) add_error(e);
-        for (const auto& nte : gap.notes) report["warnings"].push_back(nte);
-      }
-    }
-    if (c.tracelens) {
-      auto trace_dir =
-          server->plan().profiler_dir.empty() ? ws / "torch_trace" : server->plan().profiler_dir;
-      if (!profiled) {
-        report["tracelens_analysis"] = {
-            {"enabled", true},
-            {"output_files", nlohmann::json::array()},
-            {"errors", {"tracelens needs profiler.torch_profiler.enabled"}}};
-      } else {
-        analysis::TraceLensOptions tl;
-        tl.trace = trace_dir;
-        tl.output_dir = ws;
-        if (fs::is_directory(trace_dir / "capture_traces"))
-          tl.capture_dir = trace_dir / "capture_traces";
-        tl.isl = cases.front().input_len;
-        tl.osl = cases.front().output_len;
-        tl.conc = cases.front().concurrency;
-        try {
-          report["tracelens_analysis"] = analysis::tracelens_manifest_json(analysis::run_tracelens(tl));
-        } catch (const Error& e) {
-          report["tracelens_analysis"] = {
-              {"enabled", true}, {"output_files", nlohmann::json::array()}, {"errors", {e.what()}}};
-        }
-      }
-    }
+    start_monitor();
+    CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok).run(model_field);
   } catch (const Error& e) {
-    add_error(e.what());
+    report.errors.push_back(
+        stop.timed_out() ? fmt::format("timeout: the run passed timeout_seconds ({:g} s): {}",
+                                       c.timeout_seconds, e.what())
+                         : std::string(e.what()));
     if (server && !server->alive()) complete = false;
-    if (report["cases"].empty()) complete = false;
+    if (report.cases.empty()) complete = false;
   }
-  if (ctx.stop && ctx.stop->load()) complete = false;
+  if (stop.stopped()) complete = false;
+  if (monitor) {
+    report.gpu_monitor = monitor->finish();
+  } else if (c.gpu_monitor.enabled) {
+    GpuMonitorSummary never;
+    never.interval_s = c.gpu_monitor.interval_s;
+    never.reason = "not started: the run ended before the server was ready";
+    report.gpu_monitor = never;
+  }
   if (server) server->shutdown();
-  finalize();
+  finalize(report, complete, any_case_ok, stop, t_start);
+  write_report_files(report, ws);
+  outcome.success = report.success;
   return outcome;
 }
 

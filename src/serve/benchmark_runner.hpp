@@ -1,15 +1,16 @@
 #pragma once
 // One `magpie benchmark` serving job: workspace, server, workload cases,
-// profiling window, reports. Whatever happens (server death, Ctrl-C, a case
-// failing), what was measured is written, marked complete or not.
+// profiling window, GPU selection and monitoring, reports. Whatever happens
+// (server death, Ctrl-C, the overall timeout, a case failing), what was
+// measured is written, marked complete or not.
 #include <atomic>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
-#include <nlohmann/json.hpp>
 
 #include "serve/benchmark_config.hpp"
+#include "serve/benchmark_report.hpp"
 
 namespace magpie::serve {
 
@@ -18,7 +19,8 @@ struct RunContext {
   bool verbose = false;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT (CLI) or a cancel (MCP)
   // Milestones and request counts, for faces that relay progress (MCP).
-  std::function<void(double done, std::optional<double> total, const std::string& message)> on_progress;
+  std::function<void(double done, std::optional<double> total, const std::string& message)>
+      on_progress;
   // Called once the workspace exists, before the server starts: a run killed
   // later is still found by its workspace.
   std::function<void(const std::filesystem::path&)> on_workspace;
@@ -27,7 +29,7 @@ struct RunContext {
 struct BenchmarkOutcome {
   bool success = false;
   std::filesystem::path workspace;
-  nlohmann::json report;
+  BenchmarkReport report;  // as written to benchmark_report.json and summary.txt
 };
 
 BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& context);

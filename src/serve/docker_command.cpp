@@ -33,7 +33,14 @@ std::vector<std::string> docker_run_argv(const DockerSpec& s) {
                                 "host",           "--shm-size", s.shm_size};
   switch (s.vendor) {
     case GpuVendor::kNvidia:
-      a.insert(a.end(), {"--gpus", "all"});
+      if (auto it = s.env.find("CUDA_VISIBLE_DEVICES"); it != s.env.end() && !it->second.empty()) {
+        // Give the container only these GPUs (host NVML indices, as gpu_selection
+        // picks them); inside they are renumbered from 0, so the variable stays out.
+        // The inner quotes keep docker's CSV parser from splitting "device=1,2".
+        a.insert(a.end(), {"--gpus", "\"device=" + it->second + "\""});
+      } else {
+        a.insert(a.end(), {"--gpus", "all"});
+      }
       break;
     case GpuVendor::kAmd:
       a.insert(a.end(), {"--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
@@ -43,7 +50,12 @@ std::vector<std::string> docker_run_argv(const DockerSpec& s) {
       break;
   }
   for (const auto& [host, container] : s.volumes) a.insert(a.end(), {"-v", host + ":" + container});
-  for (const auto& [k, v] : s.env) a.insert(a.end(), {"-e", k + "=" + v});
+  const bool devices_given = s.vendor == GpuVendor::kNvidia && s.env.count("CUDA_VISIBLE_DEVICES") &&
+                             !s.env.at("CUDA_VISIBLE_DEVICES").empty();
+  for (const auto& [k, v] : s.env) {
+    if (devices_given && (k == "CUDA_VISIBLE_DEVICES" || k == "CUDA_DEVICE_ORDER")) continue;
+    a.insert(a.end(), {"-e", k + "=" + v});
+  }
   // vLLM's images have `vllm serve` as their entrypoint; override it so the
   // same argv works for every image.
   if (s.engine_argv.empty()) throw Error(ErrorKind::kInternal, "docker run without a command");

@@ -99,16 +99,18 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
       return out;
     }
   }
-  auto files =
+  GapAnalysisBlock block;
+  block.files =
       analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
-  out.block = analysis::gap_analysis_json(result, files);
-  for (const auto& note : out.notes) out.block["notes"].push_back(note);
-  // From the typed rows, not back out of the JSON block (one derivation, the writer's).
-  for (const auto& k : analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
+  block.notes = out.notes;
+  for (const auto& k :
+       analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
     out.kernel_summary.push_back(
-        {{"name", k.name}, {"time_ms", k.total_us / 1000.0}, {"percent", k.pct_total}, {"calls", k.calls}});
+        {k.name, k.total_us / 1000.0, k.pct_total, static_cast<int64_t>(k.calls)});
     if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.name);
   }
+  block.result = std::move(result);
+  out.block = std::move(block);
   return out;
 }
 

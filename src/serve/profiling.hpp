@@ -3,10 +3,11 @@
 // /stop_profile after, then wait for the server to finish writing its torch
 // traces into <workspace>/torch_trace and run gap analysis on them.
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "serve/benchmark_config.hpp"
+#include "serve/benchmark_report.hpp"
 #include "serve/endpoint.hpp"
 
 namespace magpie::serve {
@@ -20,9 +21,9 @@ std::string stop_profile(const Endpoint& endpoint);
 size_t wait_for_traces(const std::filesystem::path& dir, double timeout_s);
 
 struct GapOutcome {
-  nlohmann::json block;                                     // benchmark_report.gap_analysis
-  nlohmann::json kernel_summary = nlohmann::json::array();  // [{name, time_ms, percent, calls}]
-  nlohmann::json top_bottlenecks = nlohmann::json::array();
+  std::optional<GapAnalysisBlock> block;  // benchmark_report.gap_analysis; absent when it failed
+  std::vector<KernelTime> kernel_summary;
+  std::vector<std::string> top_bottlenecks;  // the first 10 kernel names
   std::vector<std::string> errors;
   std::vector<std::string> notes;
 };

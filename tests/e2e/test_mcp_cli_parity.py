@@ -2,11 +2,13 @@
 same inputs must write the same report files from either face, apart from
 times and paths. Gap analysis and both tracelens modes run on the shipped
 sample trace and on a public shared trace; analyze runs a CPU PyTorch kernel
-(correctness only, as CI has no GPU)."""
+(correctness only, as CI has no GPU); benchmark runs an --endpoint workload
+against the timed stub server (tests/e2e/timed_stream_server.py)."""
 import asyncio
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT, shared_traces  # noqa: E402
+import serving_env  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 SAMPLE_DIR = REPO_ROOT / "examples" / "traces"
@@ -127,3 +130,138 @@ def test_both_faces_are_recorded_in_the_store(magpie, env, tmp_path):
     faces = sorted(r["face"] for r in rows if r["kind"] == "gap_analysis")
     assert faces == ["cli", "mcp"], rows
     assert all(r["status"] == "succeeded" for r in rows), rows
+
+
+# --- analyze --no-perf of a CPU PyTorch kernel ----------------------------------------
+
+SOFTMAX = REPO_ROOT / "examples" / "kernels" / "softmax"
+
+
+def only_workspace(out: Path, prefix: str) -> Path:
+    found = sorted(out.glob(prefix + "*"))
+    assert len(found) == 1, (out, found)
+    return found[0]
+
+
+def test_analyze_same_reports_from_cli_and_mcp(magpie, env, engine, tmp_path):
+    """Correctness only (--no-perf / check_performance false), so nothing is measured: normalised
+    are the workspace folder's name and each face's output root (paths) and VOLATILE_KEYS (times
+    of day, step timings). The kernel harness runs `python3 -m magpie_bench`: the vllm venv (it has
+    torch) goes first on PATH."""
+    env = dict(env, PATH=f"{serving_env.VLLM.parent}:{env['PATH']}")
+    config = tmp_path / "softmax_torch.yaml"
+    config.write_text(
+        "kernel:\n  id: softmax_torch\n  type: pytorch\n"
+        f"  working_dir: {SOFTMAX}\n"
+        "  bench_target: {module: softmax_torch, callable: softmax, get_inputs: get_inputs}\n")
+    out_cli, out_mcp = tmp_path / "cli", tmp_path / "mcp"
+    cli(magpie, env, "analyze", "-k", config, "--no-perf", "-o", out_cli)
+    got = mcp_call(magpie, env, "analyze", {"kernel_config": str(config), "check_performance": False,
+                                            "output_dir": str(out_mcp)})
+    assert got["all_correct"], got
+    ws_cli, ws_mcp = only_workspace(out_cli, "analyze_"), only_workspace(out_mcp, "analyze_")
+    assert (ws_cli / "analyze_report.json").is_file()
+    # The workspaces' names carry their start time; each face's own folder is its root.
+    assert_same_files(ws_cli, ws_mcp, [ws_cli, ws_mcp, out_cli, out_mcp])
+
+
+# --- benchmark --endpoint against the timed stub ----------------------------------------
+#
+# The stub writes each token on a fixed schedule, so two runs of the same
+# workload send the same requests and get the same tokens; only how long
+# things took differs. Normalised, and why:
+#  - times of day and run lengths (VOLATILE_KEYS, plus `date`): clocks;
+#  - paths: each face writes under its own output folder and workspace name;
+#  - measured latencies and rates: any key ending in _ms or _s (TTFT, ITL,
+#    E2EL, queue and client times, per-request stamps), the vLLM result's
+#    per-request arrays (ttfts, itls, latencies, start_times, queue_times),
+#    durations and every throughput (they divide by a measured duration), and
+#    the peak / per-second concurrency (a matter of when requests finished);
+#  - the `latency` and `client` blocks and `server_metrics` (the stub's
+#    /metrics before and after, which the second run sees after the first):
+#    their keys must match, their numbers are measurements;
+#  - summary.txt: its decimal figures (throughput, latency, duration,
+#    execution time); the integer counts stay;
+#  - requests.jsonl: lines are in completion order, compared sorted by index.
+# Everything else — counts, tokens, config echo, labels, status, errors,
+# warnings, the files written — must be identical.
+MEASURED_KEYS = {"duration", "duration_seconds", "request_throughput", "output_throughput",
+                 "total_token_throughput", "request_goodput", "max_output_tokens_per_s", "max_concurrent_requests",
+                 "peak_concurrency", "ttfts", "itls", "latencies", "start_times", "queue_times", "date"}
+MEASURED_BLOCKS = {"latency", "client", "server_metrics"}
+
+
+def shape(value):
+    """Keys kept, leaves replaced: the block's layout without its measurements."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return ["<measured>"] * len(value)
+    return "<measured>"
+
+
+def normalise_measured(value):
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in MEASURED_BLOCKS:
+                out[k] = shape(v)
+            elif k in MEASURED_KEYS or re.search(r"_(ms|s)$", k):
+                out[k] = "<measured>"
+            else:
+                out[k] = normalise_measured(v)
+        return out
+    if isinstance(value, list):
+        return [normalise_measured(v) for v in value]
+    return value
+
+
+def assert_same_benchmark_files(a: Path, b: Path, roots):
+    assert tree(a) == tree(b)
+    assert {"benchmark_report.json", "summary.txt", "benchmark_serving_result.json", "requests.jsonl",
+            "config.yaml"} <= set(tree(a)), tree(a)
+    for rel in tree(a):
+        ta, tb = (a / rel).read_text(), (b / rel).read_text()
+        if rel.endswith(".json"):
+            ja, jb = (normalise_measured(normalise(json.loads(t), roots)) for t in (ta, tb))
+            assert ja == jb, rel
+        elif rel.endswith(".jsonl"):
+            ra, rb = ([normalise_measured(json.loads(x)) for x in t.splitlines()] for t in (ta, tb))
+            assert sorted(ra, key=lambda r: r["index"]) == sorted(rb, key=lambda r: r["index"]), rel
+        else:
+            ta, tb = (re.sub(r"\d+\.\d+", "<n>", normalise(t, roots)) for t in (ta, tb))
+            assert ta == tb, rel
+
+
+@pytest.fixture
+def timed_stub(tmp_path):
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / "timed_stream_server.py"),
+                             "--ttft-ms", "40", "--itl-ms", "10", "--words-are-tokens"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("port "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_benchmark_same_reports_from_cli_and_mcp(magpie, env, tmp_path, timed_stub):
+    workload = {"concurrency": 2, "num_prompts": 6, "input_len": 16, "output_len": 4, "range_ratio": 0,
+                "token_id_max": 4000, "warmups": 1}
+    out_cli, out_mcp = tmp_path / "cli", tmp_path / "mcp"
+    args = ["benchmark", "vllm", "--endpoint", timed_stub, "--model", "timed-stub"]
+    for k, v in workload.items():
+        args += ["--" + k.replace("_", "-"), v]
+    cli(magpie, env, *args, "-o", out_cli)
+    got = mcp_call(magpie, env, "benchmark", {"framework": "vllm", "model": "timed-stub", "endpoint": timed_stub,
+                                              "output_dir": str(out_mcp), **workload})
+    assert got["success"], got
+    ws_cli, ws_mcp = only_workspace(out_cli, "benchmark_vllm_"), only_workspace(out_mcp, "benchmark_vllm_")
+    report = json.loads((ws_cli / "benchmark_report.json").read_text())
+    # What the comparison leans on is really there: the counts it keeps are the workload's.
+    assert report["status"] == "success" and report["throughput"]["completed_requests"] == 6
+    assert report["throughput"]["total_output_tokens"] == 6 * 4
+    assert got["report"]["throughput"]["completed_requests"] == 6
+    assert_same_benchmark_files(ws_cli, ws_mcp, [ws_cli, ws_mcp, out_cli, out_mcp])

@@ -136,6 +136,7 @@ TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
   auto c = parse_benchmark_yaml(R"(benchmark:
   model: m
   gpu_selection: {count: 1}
+  server_lifecycle: {cleanup: false}
   profiler:
     torch_profiler: {enabled: true}
     gpu_monitor: {enabled: true}
@@ -146,10 +147,46 @@ TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
       if (w.find(key + " is accepted but not applied") != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(says("benchmark.gpu_selection"));
-  EXPECT_TRUE(says("benchmark.profiler.gpu_monitor"));
+  EXPECT_TRUE(says("benchmark.server_lifecycle.cleanup"));
+  // Applied now: no warning, and the config carries them.
+  EXPECT_FALSE(says("benchmark.gpu_selection"));
+  EXPECT_FALSE(says("benchmark.profiler.gpu_monitor"));
   EXPECT_FALSE(says("benchmark.profiler.torch_profiler"));
   EXPECT_TRUE(c.torch_profiler);
+  ASSERT_TRUE(c.gpu_selection.has_value());
+  EXPECT_EQ(c.gpu_selection->count, 1);
+  EXPECT_TRUE(c.gpu_monitor.enabled);
+  EXPECT_DOUBLE_EQ(c.gpu_monitor.interval_s, 2.0);
+}
+
+TEST(BenchmarkConfig, GpuAndLifecycleKeysAreRead) {
+  auto c = parse_benchmark_yaml(R"(benchmark:
+  model: m
+  precision: bf16
+  timeout_seconds: 90
+  gpu_selection: {auto: false, min_free_memory_gb: 20, candidates: [2, 3]}
+  server_lifecycle: {enabled: false, force_reuse: true, server_ready_timeout_s: 30}
+  profiler:
+    gpu_monitor: {enabled: true, interval_sec: 0.25}
+)", "b.yaml");
+  EXPECT_TRUE(c.precision_given);
+  EXPECT_EQ(c.precision, "bf16");
+  EXPECT_DOUBLE_EQ(c.timeout_seconds, 90);
+  ASSERT_TRUE(c.gpu_selection.has_value());
+  EXPECT_FALSE(c.gpu_selection->auto_select);
+  EXPECT_DOUBLE_EQ(c.gpu_selection->min_free_memory_gb, 20);
+  EXPECT_FALSE(c.gpu_selection->count.has_value());
+  EXPECT_EQ(c.gpu_selection->candidates, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(c.lifecycle.enabled);
+  EXPECT_TRUE(c.lifecycle.force_reuse);
+  EXPECT_DOUBLE_EQ(c.server_ready_timeout_s, 30);
+  EXPECT_DOUBLE_EQ(c.gpu_monitor.interval_s, 0.25);
+  // Without the key the default precision is only echoed, never turned into flags.
+  EXPECT_FALSE(parse_benchmark_yaml("benchmark: {model: m}", "b.yaml").precision_given);
+  EXPECT_THROW(parse_benchmark_yaml("benchmark: {model: m, profiler: {gpu_monitor: {interval_sec: 0}}}", "b.yaml"),
+               Error);
+  auto bad = parse_benchmark_yaml("benchmark: {model: m, precision: int3}", "b.yaml");
+  EXPECT_THROW(validate(bad), Error);
 }
 
 TEST(BenchmarkConfig, ShippedExampleHasNoUnknownKeys) {
@@ -192,8 +229,20 @@ TEST(DockerCommand, NvidiaAndAmd) {
       "-v /root/.cache/huggingface:/root/.cache/huggingface -e "
       "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace "
       "--entrypoint vllm vllm/vllm-openai:latest serve M --port 8000");
+  // A gpu_selection: only those GPUs go into the container, renumbered there from 0.
+  auto selected = d;
+  selected.env["CUDA_VISIBLE_DEVICES"] = "2,3";
+  selected.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  auto argv = docker_run_argv(selected);
+  auto gpus = std::find(argv.begin(), argv.end(), "--gpus");
+  ASSERT_NE(gpus, argv.end());
+  EXPECT_EQ(*(gpus + 1), "\"device=2,3\"");
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "CUDA_VISIBLE_DEVICES=2,3"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace"), argv.end());
   d.vendor = vendor_for_arch("gfx942");
+  d.env["HIP_VISIBLE_DEVICES"] = "1";  // AMD: the variable itself does the selecting
   auto amd = shell_join(docker_run_argv(d));
+  EXPECT_NE(amd.find("-e HIP_VISIBLE_DEVICES=1"), std::string::npos);
   EXPECT_NE(amd.find("--device /dev/kfd --device /dev/dri"), std::string::npos);
   EXPECT_EQ(amd.find("--gpus"), std::string::npos);
   EXPECT_EQ(default_image(Framework::kVllm, "gfx950"), "vllm/vllm-openai-rocm:latest");

@@ -1,0 +1,289 @@
+#include "serve/benchmark_report_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "core/file_io.hpp"
+
+namespace magpie::serve {
+
+using nlohmann::json;
+
+std::string to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::kSuccess:
+      return "success";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kIncomplete:
+      return "incomplete";
+    case RunStatus::kTimeout:
+      return "timeout";
+    case RunStatus::kCancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
+namespace {
+
+double percentile_or_zero(const MetricStats& s, double p) {
+  auto it = s.percentiles_ms.find(p);
+  return it == s.percentiles_ms.end() ? 0.0 : it->second;
+}
+
+json stats_block(const MetricStats& s) {
+  json j{{"mean_ms", s.mean_ms},
+         {"median_ms", s.median_ms},
+         {"p99_ms", percentile_or_zero(s, 99.0)},
+         {"std_ms", s.std_ms}};
+  for (auto [p, v] : s.percentiles_ms)  // ours: every requested percentile
+    if (p != 99.0) j[fmt::format("p{:g}_ms", p)] = v;
+  return j;
+}
+
+json rate_json(double rate) { return std::isinf(rate) ? json("inf") : json(rate); }
+
+json client_json(const CaseReport& c) {
+  const auto& m = c.metrics;
+  return {{"scheduled_to_sent_ms",
+           {{"mean", m.client_overhead.mean_ms},
+            {"p50", percentile_or_zero(m.client_overhead, 50)},
+            {"p99", percentile_or_zero(m.client_overhead, 99)}}},
+          {"read_to_record_ms",
+           {{"mean", c.client.read_to_record.mean_ms},
+            {"p50", percentile_or_zero(c.client.read_to_record, 50)},
+            {"p99", percentile_or_zero(c.client.read_to_record, 99)}}},
+          {"client_queue_time_ms",
+           {{"mean", m.client_queue.mean_ms}, {"p99", percentile_or_zero(m.client_queue, 99)}}},
+          {"connections_opened", c.client.connections_opened}};
+}
+
+json case_json(const CaseReport& c) {
+  json latency = latency_json(c.metrics);
+  if (c.metrics.itl_per_token.count)
+    latency["itl_per_token"] = stats_block(c.metrics.itl_per_token);
+  return {{"label", c.label},
+          {"concurrency", c.concurrency},
+          {"input_len", c.input_len},
+          {"output_len", c.output_len},
+          {"num_prompts", c.num_prompts},
+          {"request_rate", rate_json(c.request_rate)},
+          {"complete", c.complete},
+          {"profiled", c.profiled},
+          {"throughput", throughput_json(c.metrics)},
+          {"latency", std::move(latency)},
+          {"failures_by_reason", c.metrics.failures_by_reason},
+          {"peak_concurrency", c.metrics.peak_concurrency},
+          {"max_concurrent_requests", c.metrics.max_concurrent_requests},
+          {"not_sent", c.not_sent},
+          {"client", client_json(c)},
+          {"raw_result_path", c.raw_result_path.string()},
+          {"requests_path", c.requests_path.string()}};
+}
+
+json server_json(const ServerInfo& s) {
+  json env = json::object();
+  for (const auto& [k, v] : s.env) env[k] = v;
+  json j{{"mode", s.mode}, {"url", s.url}, {"env", env}, {"model_revision", s.model_revision}};
+  if (!s.command.empty()) j["command"] = s.command;
+  if (!s.image.empty()) j["image"] = s.image;
+  if (!s.log.empty()) j["log"] = s.log.string();
+  if (!s.served_model.empty()) j["served_model"] = s.served_model;
+  return j;
+}
+
+json tracelens_json(const TraceLensBlock& t) {
+  if (t.result) return analysis::tracelens_manifest_json(*t.result);
+  return {{"enabled", true}, {"output_files", json::array()}, {"errors", t.errors}};
+}
+
+json gap_json(const GapAnalysisBlock& g) {
+  json j = analysis::gap_analysis_json(g.result, g.files);
+  for (const auto& note : g.notes) j["notes"].push_back(note);
+  return j;
+}
+
+json selection_json(const GpuSelection& s) {
+  return {{"indices", s.indices},
+          {"names", s.names},
+          {"env", {{s.env_name, s.env_value}}},
+          {"reason", s.reason}};
+}
+
+}  // namespace
+
+json throughput_json(const ServingMetrics& m) {
+  return {{"request_throughput", m.request_throughput},
+          {"output_throughput", m.output_throughput},
+          {"total_token_throughput", m.total_token_throughput},
+          {"completed_requests", m.completed},
+          {"total_input_tokens", m.total_input},
+          {"total_output_tokens", m.total_output},
+          {"duration_seconds", m.duration_s},
+          {"failed_requests", m.failed},
+          {"request_goodput", m.has_goodput ? json(m.request_goodput) : json()}};
+}
+
+json latency_json(const ServingMetrics& m) {
+  return {{"ttft", stats_block(m.ttft)},
+          {"tpot", stats_block(m.tpot)},
+          {"itl", stats_block(m.itl)},
+          {"e2el", stats_block(m.e2el)}};
+}
+
+json gpu_monitor_json(const GpuMonitorSummary& s) {
+  if (!s.available)
+    return {{"enabled", true}, {"available", false}, {"reason", s.reason}, {"notes", s.notes}};
+  json gpus = json::array();
+  for (const auto& g : s.gpus) {
+    json fields = json::object();
+    for (const auto& [name, r] : g.fields)
+      fields[name] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}, {"samples", r.count}};
+    gpus.push_back(
+        {{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
+  }
+  return {{"enabled", true},
+          {"available", true},
+          {"interval_sec", s.interval_s},
+          {"samples", s.samples},
+          {"csv_path", s.csv_path.string()},
+          {"gpus", gpus},
+          {"notes", s.notes}};
+}
+
+json report_json(const BenchmarkReport& r) {
+  json j{{"success", r.success},
+         {"status", to_string(r.status)},
+         {"framework", r.framework},
+         {"model", r.model},
+         {"timestamp", r.timestamp},
+         {"throughput", nullptr},
+         {"latency", nullptr},
+         {"kernel_summary", json::array()},
+         {"top_bottlenecks", r.top_bottlenecks},
+         {"tracelens_analysis", nullptr},
+         {"gap_analysis", nullptr},
+         {"gpu_monitor", nullptr},
+         {"workspace_dir", r.workspace_dir.string()},
+         {"execution_time", r.execution_time_s},
+         {"profiling_enabled", r.profiling_enabled},
+         {"run_kind", r.run_kind},
+         {"reward_eligible", r.reward_eligible},
+         {"errors", r.errors},
+         {"complete", r.complete},
+         {"warnings", r.warnings},
+         {"cases", json::array()}};
+  json config{{"precision", r.config.precision},
+              {"run_mode", r.config.run_mode},
+              {"envs", r.config.envs},
+              {"num_cases", r.config.num_cases},
+              {"timeout_seconds", r.config.timeout_seconds}};
+  if (!r.config.precision_args.empty()) config["precision_args"] = r.config.precision_args;
+  if (r.gpu_selection) config["gpu_selection"] = selection_json(*r.gpu_selection);
+  j["config"] = std::move(config);
+  if (r.server) j["server"] = server_json(*r.server);
+  for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
+  if (!r.cases.empty()) {
+    // Magpie's top-level blocks: the first case (the only one without a sweep).
+    const auto& m = r.cases.front().metrics;
+    j["throughput"] = throughput_json(m);
+    j["latency"] = latency_json(m);
+    j["raw_result"] = vllm_result_json(m, {}, false);
+  }
+  if (r.server_metrics)
+    j["server_metrics"] = prometheus_summary(r.server_metrics->first, r.server_metrics->second,
+                                             r.server_metrics_prefix);
+  if (r.torch_trace_dir) {
+    j["torch_trace_dir"] = r.torch_trace_dir->string();
+    j["torch_trace_files"] = r.torch_trace_files;
+  }
+  for (const auto& k : r.kernel_summary)
+    j["kernel_summary"].push_back(
+        {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
+  if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
+  if (r.tracelens) j["tracelens_analysis"] = tracelens_json(*r.tracelens);
+  if (r.gpu_monitor) j["gpu_monitor"] = gpu_monitor_json(*r.gpu_monitor);
+  return j;
+}
+
+std::string summary_text(const BenchmarkReport& r) {
+  std::string rule(60, '=');
+  std::string fw = r.framework;
+  std::transform(fw.begin(), fw.end(), fw.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::string out = rule + "\n";
+  out += fmt::format("Benchmark Result: {}\n{}\n", fw, rule);
+  out += fmt::format("Model: {}\n", r.model);
+  std::string qualifier;
+  if (r.status == RunStatus::kTimeout)
+    qualifier = " (TIMEOUT, INCOMPLETE)";
+  else if (r.status == RunStatus::kCancelled)
+    qualifier = " (CANCELLED, INCOMPLETE)";
+  else if (!r.complete)
+    qualifier = " (INCOMPLETE)";
+  out += fmt::format("Status: {}{}\n", r.success ? "SUCCESS" : "FAILED", qualifier);
+  out += fmt::format("Run kind: {}\n", r.run_kind);
+  if (!r.cases.empty()) {
+    const auto& m = r.cases.front().metrics;
+    out += "\nThroughput:\n";
+    out += fmt::format("  Request throughput: {:.2f} req/s\n", m.request_throughput);
+    out += fmt::format("  Output throughput: {:.2f} tok/s\n", m.output_throughput);
+    out += fmt::format("  Total throughput: {:.2f} tok/s\n", m.total_token_throughput);
+    out += fmt::format("  Completed requests: {}\n", m.completed);
+    out += fmt::format("  Failed requests: {}\n", m.failed);
+    out += fmt::format("  Duration: {:.2f}s\n", m.duration_s);
+    out += "\nLatency:\n";
+    for (auto [stats, name] :
+         {std::pair{&m.ttft, "TTFT"}, {&m.tpot, "TPOT"}, {&m.itl, "ITL"}, {&m.e2el, "E2EL"}})
+      out += fmt::format("  {} (mean/p99): {:.2f} ms / {:.2f} ms\n", name, stats->mean_ms,
+                         percentile_or_zero(*stats, 99));
+  }
+  if (r.cases.size() > 1) {
+    out += "\nSweep:\n";
+    for (const auto& c : r.cases)
+      out += fmt::format(
+          "  {}: {:.2f} req/s, {:.2f} tok/s, TTFT mean {:.2f} ms, TPOT mean {:.2f} ms{}\n", c.label,
+          c.metrics.request_throughput, c.metrics.output_throughput, c.metrics.ttft.mean_ms,
+          c.metrics.tpot.mean_ms, c.complete ? "" : " (incomplete)");
+  }
+  if (r.gpu_monitor) {
+    const auto& g = *r.gpu_monitor;
+    out += "\nGPU monitor:\n";
+    if (!g.available) out += fmt::format("  unavailable: {}\n", g.reason);
+    for (const auto& gpu : g.gpus) {
+      auto range = [&](const char* field, const char* unit) -> std::string {
+        auto it = gpu.fields.find(field);
+        if (it == gpu.fields.end()) return fmt::format("{} n/a", field);
+        return fmt::format("{} {:.0f}/{:.0f}/{:.0f}{}", field, it->second.min, it->second.mean,
+                           it->second.max, unit);
+      };
+      out += fmt::format("  GPU {} (min/mean/max): {}, {}, {}, {}, {}\n", gpu.index,
+                         range("utilization_pct", "%"), range("memory_used_mib", " MiB"),
+                         range("power_w", " W"), range("sm_clock_mhz", " MHz"),
+                         range("temperature_c", " C"));
+    }
+  }
+  if (!r.top_bottlenecks.empty()) {
+    out += "\nTop Bottleneck Kernels:\n";
+    for (size_t i = 0; i < r.top_bottlenecks.size() && i < 5; ++i)
+      out += fmt::format("  {}. {}\n", i + 1, r.top_bottlenecks[i]);
+  }
+  if (!r.errors.empty()) {
+    out += "\nErrors:\n";
+    for (const auto& e : r.errors) out += fmt::format("  - {}\n", e);
+  }
+  out += fmt::format("\nWorkspace: {}\n", r.workspace_dir.string());
+  out += fmt::format("Execution time: {:.2f}s\n", r.execution_time_s);
+  out += rule + "\n";
+  return out;
+}
+
+void write_report_files(const BenchmarkReport& report, const std::filesystem::path& workspace) {
+  write_file_atomic(workspace / "benchmark_report.json", report_json(report).dump(2));
+  write_file_atomic(workspace / "summary.txt", summary_text(report));
+}
+
+}  // namespace magpie::serve

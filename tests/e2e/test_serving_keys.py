@@ -1,0 +1,269 @@
+"""Benchmark YAML keys that change how a run goes: the overall timeout,
+gpu_selection, gpu_monitor, precision and server_lifecycle, through the real
+binary. The server is the timed stub (timed_stream_server.py), either reached
+with --endpoint or launched as the "engine" by a wrapper that stands where
+`vllm` would (it records the argv and environment it was started with, so a
+test sees what the engine really got). GPUs: with no driver here, the stand-in
+libnvidia-ml from tests/unit/fakes (two H200s) plays the driver, as in
+test_gpu_info.py; a test that needs no GPU says what happens without one."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from conftest import magpie_bin  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+STUB = HERE / "timed_stream_server.py"
+BASE = ["--concurrency", "2", "--input-len", "8", "--range-ratio", "0", "--token-id-max", "4000", "--warmups", "0"]
+WORKLOAD = [*BASE, "--output-len", "4"]
+
+
+def start_stub(*extra):
+    proc = subprocess.Popen([sys.executable, str(STUB), "--words-are-tokens", *extra], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("port "), line
+    return proc, int(line.split()[1])
+
+
+@pytest.fixture
+def stub():
+    proc, port = start_stub("--ttft-ms", "20", "--itl-ms", "5")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def stub_engine(tmp_path):
+    """An executable that takes `vllm serve MODEL --port N ...` and serves the stub on N,
+    after writing its argv, environment and pid to engine.json."""
+    record = tmp_path / "engine.json"
+    script = tmp_path / "vllm"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "argv = sys.argv[1:]\n"
+        "port = argv[argv.index('--port') + 1]\n"
+        f"json.dump({{'argv': argv, 'env': dict(os.environ), 'pid': os.getpid()}}, open({str(record)!r}, 'w'))\n"
+        "if os.environ.get('STUB_NEVER_READY'):\n"
+        "    import time; time.sleep(600)\n"
+        f"os.execv({sys.executable!r}, [{sys.executable!r}, {str(STUB)!r}, '--port', port, '--ttft-ms', '20',"
+        " '--itl-ms', '5', '--words-are-tokens'])\n")
+    script.chmod(0o755)
+    return script, record
+
+
+@pytest.fixture
+def fake_driver(tmp_path):
+    """LD_LIBRARY_PATH with the stand-in libnvidia-ml.so.1 (two H200s; no power or utilization readings)."""
+    nvml = Path(os.environ.get("MAGPIE_FAKE_NVML", magpie_bin().parents[2] / "tests" / "libmagpie_fake_nvml.so"))
+    if not nvml.is_file():
+        pytest.skip(f"stand-in NVML not built ({nvml})")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libnvidia-ml.so.1").symlink_to(nvml)
+    return dict(os.environ, LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+
+
+def no_nvidia_driver() -> bool:
+    return not any(Path(d, "libnvidia-ml.so.1").exists()
+                   for d in ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64"])
+
+
+def run(magpie, args, tmp_path, env=None, timeout=300):
+    out = tmp_path / "out"
+    proc = subprocess.run([str(magpie), "benchmark", *map(str, args), "-o", str(out)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    found = sorted(out.glob("benchmark_*"))
+    report = json.loads((found[-1] / "benchmark_report.json").read_text()) if found else None
+    return proc, report, (found[-1] if found else None)
+
+
+def yaml_config(tmp_path, body: str) -> Path:
+    p = tmp_path / "bench.yaml"
+    p.write_text("benchmark:\n  framework: vllm\n  model: timed-stub\n  run_mode: local\n"
+                 "  envs: {CONC: 2, ISL: 8, OSL: 4, RANDOM_RANGE_RATIO: 0, NUM_PROMPTS: 6}\n"
+                 "  profiler: {torch_profiler: {enabled: false}}\n" + body)
+    return p
+
+
+# --- the overall timeout -------------------------------------------------------------
+
+def test_timeout_stops_the_run_and_keeps_what_was_measured(magpie, tmp_path):
+    # Each request takes 0.6 s + 7 x 0.15 s = 1.65 s; 60 of them at concurrency 2 would take
+    # about 50 s. The timeout ends the run after the first waves.
+    proc_stub, port = start_stub("--ttft-ms", "600", "--itl-ms", "150")
+    try:
+        t0 = time.monotonic()
+        proc, report, ws = run(magpie, ["vllm", "--endpoint", f"http://127.0.0.1:{port}", *BASE,
+                                        "--output-len", "8", "--num-prompts", "60", "--timeout", "6"], tmp_path)
+        elapsed = time.monotonic() - t0
+    finally:
+        proc_stub.terminate()
+        proc_stub.wait(timeout=10)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["status"] == "timeout" and not report["complete"] and not report["success"]
+    assert any("timeout_seconds (6 s)" in e for e in report["errors"]), report["errors"]
+    case = report["cases"][0]
+    assert not case["complete"]
+    assert 1 <= case["throughput"]["completed_requests"] < 60, case["throughput"]
+    assert report["throughput"]["completed_requests"] == case["throughput"]["completed_requests"]
+    assert "Status: FAILED (TIMEOUT, INCOMPLETE)" in (ws / "summary.txt").read_text()
+    assert elapsed < 40, elapsed  # far below the 50 s the whole workload would take
+    lines = (ws / "requests.jsonl").read_text().splitlines()
+    assert len(lines) >= case["throughput"]["completed_requests"]
+
+
+def test_timeout_kills_a_launched_engine_that_never_gets_ready(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    env = dict(os.environ, STUB_NEVER_READY="1")
+    proc, report, _ = run(magpie, ["vllm", "--model", "timed-stub", "--run-mode", "local", "--engine-executable",
+                                   script, "--timeout", "4", "--ready-timeout", "600", *WORKLOAD], tmp_path, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["status"] == "timeout", report
+    assert any(e.startswith("timeout:") for e in report["errors"]), report["errors"]
+    pid = json.loads(record.read_text())["pid"]
+    for _ in range(50):  # the process group was signalled; give the kernel a moment to reap
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists(), f"engine {pid} still running after the timeout"
+
+
+# --- gpu_monitor ---------------------------------------------------------------------
+
+def test_gpu_monitor_without_nvml_is_unavailable_with_the_reason(magpie, tmp_path, stub):
+    if not no_nvidia_driver():
+        pytest.skip("this machine has an NVIDIA driver: examples/gpu/validate_gpu_monitor.sh covers it")
+    cfg = yaml_config(tmp_path, "  profiler:\n    gpu_monitor: {enabled: true, interval_sec: 0.1}\n")
+    cfg.write_text(cfg.read_text().replace("  profiler: {torch_profiler: {enabled: false}}\n", ""))
+    proc, report, ws = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    g = report["gpu_monitor"]
+    assert g["available"] is False and "NVML not found" in g["reason"], g
+    assert not (ws / "gpu_monitor.csv").exists()
+    assert "GPU monitor:\n  unavailable: NVML not found" in (ws / "summary.txt").read_text()
+
+
+def test_gpu_monitor_samples_the_stand_in_driver(magpie, tmp_path, stub, fake_driver):
+    cfg = yaml_config(tmp_path, "")
+    cfg.write_text(cfg.read_text().replace(
+        "  profiler: {torch_profiler: {enabled: false}}\n",
+        "  profiler:\n    torch_profiler: {enabled: false}\n    gpu_monitor: {enabled: true, interval_sec: 0.05}\n"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}"], tmp_path, env=fake_driver)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    g = report["gpu_monitor"]
+    assert g["available"] is True and g["samples"] >= 2, g
+    assert [x["index"] for x in g["gpus"]] == [0, 1]
+    fields = g["gpus"][0]["fields"]
+    assert fields["sm_clock_mhz"] == {"min": 345, "mean": 345, "max": 345, "samples": g["samples"]}
+    assert fields["temperature_c"]["max"] == 31
+    assert "power_w" not in fields and any("power_w" in n for n in g["notes"])
+    rows = (ws / "gpu_monitor.csv").read_text().splitlines()
+    assert rows[0] == "timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c"
+    assert len(rows) == 1 + 2 * g["samples"]
+
+
+# --- gpu_selection -------------------------------------------------------------------
+
+def test_gpu_selection_sets_visible_devices_for_the_engine(magpie, tmp_path, stub_engine, fake_driver):
+    script, record = stub_engine
+    cfg = yaml_config(tmp_path, "  gpu_selection: {auto: false, candidates: [1, 0], count: 1}\n")
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=fake_driver)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sel = report["config"]["gpu_selection"]
+    assert sel["indices"] == [1] and sel["env"] == {"CUDA_VISIBLE_DEVICES": "1"}, sel
+    assert json.loads(record.read_text())["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    assert report["server"]["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    # NVML numbers GPUs in PCI order; CUDA must count the same way.
+    assert json.loads(record.read_text())["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_gpu_selection_skips_a_gpu_another_run_holds(magpie, tmp_path, stub_engine, fake_driver):
+    """Another run's lock (a flock on the GPU's lock file, as magpie takes it) keeps its GPU out."""
+    import fcntl
+    script, record = stub_engine
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    env = dict(fake_driver, MAGPIE_GPU_LOCK_DIR=str(locks))
+    held = open(locks / "magpie-gpu-GPU-00000000-1111-2222-3333-444444444444.lock", "w")  # the stand-in's GPU 0
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        cfg = yaml_config(tmp_path, "  gpu_selection: {auto: false, candidates: [0, 1], count: 1}\n")
+        proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert report["config"]["gpu_selection"]["indices"] == [1], report["config"]
+        cfg = yaml_config(tmp_path, "  gpu_selection: {auto: false, count: 2}\n")
+        proc, _, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+        assert proc.returncode == 2 and "in use by another magpie run" in proc.stderr, proc.stderr
+    finally:
+        held.close()
+    # Released with its holder: both GPUs can be had again.
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert report["config"]["gpu_selection"]["indices"] == [0, 1]
+
+
+def test_gpu_selection_of_a_gpu_that_does_not_exist_is_refused(magpie, tmp_path, stub_engine, fake_driver):
+    script, record = stub_engine
+    cfg = yaml_config(tmp_path, "  gpu_selection: {candidates: [5]}\n")
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=fake_driver)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "candidate GPU 5 does not exist; this machine has 2 GPU(s)" in proc.stderr, proc.stderr
+    assert report is None and not record.exists()  # refused before anything started
+
+
+def test_gpu_selection_without_any_gpu(magpie, tmp_path, stub_engine, stub):
+    if not no_nvidia_driver():
+        pytest.skip("this machine has an NVIDIA driver")
+    script, record = stub_engine
+    cfg = yaml_config(tmp_path, "  gpu_selection: {count: 1}\n")
+    proc, _, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 2 and "gpu_selection: no GPU found" in proc.stderr, proc.stderr
+    assert "--endpoint" in proc.stderr
+    # Against a running server there is nothing to select for: a warning, and the run goes on.
+    proc, report, _ = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert any("gpu_selection is not applied" in w for w in report["warnings"])
+
+
+# --- precision and server_lifecycle --------------------------------------------------
+
+def test_precision_becomes_the_engine_flag(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    cfg = yaml_config(tmp_path, "  precision: bf16\n")
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = json.loads(record.read_text())["argv"]
+    i = argv.index("--dtype")
+    assert argv[i + 1] == "bfloat16", argv
+    assert report["config"]["precision_args"] == ["--dtype", "bfloat16"]
+    # fp4 has no flag: said, not silently dropped.
+    cfg = yaml_config(tmp_path, "  precision: fp4\n")
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert any("precision fp4 is not applied" in w for w in report["warnings"]), report["warnings"]
+    assert "warning: precision fp4 is not applied" in proc.stderr, proc.stderr  # on the console too
+
+
+def test_server_lifecycle_reuse_and_disabled(magpie, tmp_path, stub):
+    cfg = yaml_config(tmp_path, f"  server_lifecycle: {{force_reuse: true}}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", f"NUM_PROMPTS: 6, PORT: {stub}}}"))
+    # No engine executable would work here: the running stub must be reused.
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", "/nonexistent/vllm"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["server"]["mode"] == "endpoint" and report["config"]["run_mode"] == "endpoint"
+    assert any("reusing the server already answering" in w for w in report["warnings"])
+    assert report["throughput"]["completed_requests"] == 6
+    # enabled: false and nothing at the port: a clear error, nothing launched.
+    cfg.write_text(cfg.read_text().replace("force_reuse: true", "enabled: false").replace(f"PORT: {stub}", "PORT: 9"))
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", "/nonexistent/vllm"], tmp_path)
+    assert proc.returncode == 1
+    assert any("server_lifecycle.enabled is false" in e and "127.0.0.1:9" in e for e in report["errors"]), report

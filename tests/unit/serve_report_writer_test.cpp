@@ -1,0 +1,197 @@
+// The benchmark report writer: a BenchmarkReport built from request records
+// (through the same compute_metrics the runner uses) → benchmark_report.json
+// with Magpie's keys and summary.txt; and the store's two readings of a run
+// (the typed report while recording, the JSON file on import) agree.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "jobs/serve_jobs.hpp"
+#include "serve/benchmark_report_writer.hpp"
+#include "store/workspace_import.hpp"
+
+namespace magpie::serve {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+RequestRecord ok(double start, double ttft, std::vector<double> itl, int64_t out, int64_t in) {
+  RequestRecord r;
+  r.success = true;
+  r.start_s = start;
+  r.ttft = ttft;
+  r.itl = std::move(itl);
+  r.latency = ttft;
+  for (double x : r.itl) r.latency += x;
+  r.output_tokens = out;
+  r.prompt_len = in;
+  return r;
+}
+
+CaseReport a_case(const std::string& label, int64_t conc, double ttft_s) {
+  std::vector<RequestRecord> rs{ok(0.0, ttft_s, {0.02, 0.02, 0.02}, 4, 10),
+                                ok(0.5, ttft_s * 3, {0.04}, 2, 20)};
+  MetricsInput in;
+  in.records = &rs;
+  in.duration_s = 2.0;
+  CaseReport c;
+  c.label = label;
+  c.concurrency = conc;
+  c.input_len = 10;
+  c.output_len = 4;
+  c.num_prompts = 2;
+  c.complete = true;
+  c.metrics = compute_metrics(in);
+  c.client.read_to_record = metric_stats({0.001, 0.003}, {50, 99});
+  c.client.connections_opened = 2;
+  c.raw_result_path = "/ws/" + label + "/benchmark_serving_result.json";
+  c.requests_path = "/ws/" + label + "/requests.jsonl";
+  return c;
+}
+
+BenchmarkReport a_report() {
+  BenchmarkReport r;
+  r.framework = "vllm";
+  r.model = "tiny";
+  r.timestamp = "2026-12-03T11:00:00";
+  r.workspace_dir = "/ws";
+  r.config.precision = "fp8";
+  r.config.run_mode = "endpoint";
+  r.config.num_cases = 2;
+  r.config.timeout_seconds = 3600;
+  r.server = ServerInfo{"endpoint", "http://127.0.0.1:9", {}, "", "", "", "unknown", "tiny"};
+  r.cases = {a_case("CONC1_ISL10_OSL4", 1, 0.1), a_case("CONC4_ISL10_OSL4", 4, 0.2)};
+  r.status = RunStatus::kSuccess;
+  r.success = r.complete = r.reward_eligible = true;
+  r.execution_time_s = 3.5;
+  return r;
+}
+
+TEST(BenchmarkReportWriter, EveryMagpieKeyIsPresent) {
+  BenchmarkReport empty;  // a run that failed before anything was measured
+  json j = report_json(empty);
+  for (const char* key :
+       {"success", "framework", "model", "throughput", "latency", "kernel_summary",
+        "top_bottlenecks", "tracelens_analysis", "gap_analysis", "gpu_monitor", "workspace_dir",
+        "execution_time", "profiling_enabled", "run_kind", "reward_eligible", "errors"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["throughput"].is_null());
+  EXPECT_TRUE(j["gpu_monitor"].is_null());  // not asked for
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_FALSE(j.contains("raw_result"));
+  EXPECT_FALSE(j.contains("server"));
+}
+
+TEST(BenchmarkReportWriter, TopLevelBlocksAreTheFirstCase) {
+  auto r = a_report();
+  json j = report_json(r);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["throughput"], j["cases"][0]["throughput"]);
+  EXPECT_EQ(j["latency"], j["cases"][0]["latency"]);
+  const auto& t = j["throughput"];
+  EXPECT_EQ(t["completed_requests"], 2);
+  EXPECT_EQ(t["total_input_tokens"], 30);
+  EXPECT_EQ(t["total_output_tokens"], 6);
+  EXPECT_DOUBLE_EQ(t["request_throughput"].get<double>(), 1.0);
+  EXPECT_TRUE(t["request_goodput"].is_null());
+  // TTFT 100 and 300 ms: mean 200, median 200, p99 by linear interpolation 298.
+  const auto& ttft = j["latency"]["ttft"];
+  EXPECT_NEAR(ttft["mean_ms"].get<double>(), 200.0, 1e-9);
+  EXPECT_NEAR(ttft["p99_ms"].get<double>(), 298.0, 1e-9);
+  EXPECT_NEAR(ttft["p50_ms"].get<double>(), 200.0, 1e-9);
+  EXPECT_NEAR(ttft["std_ms"].get<double>(), 100.0, 1e-9);
+  EXPECT_EQ(j["raw_result"]["completed"], 2);
+  EXPECT_FALSE(
+      j["raw_result"].contains("ttfts"));  // per-request arrays live in the case's own file
+  const auto& c1 = j["cases"][1];
+  EXPECT_EQ(c1["label"], "CONC4_ISL10_OSL4");
+  EXPECT_EQ(c1["request_rate"], "inf");
+  EXPECT_EQ(c1["client"]["connections_opened"], 2);
+  EXPECT_NEAR(c1["client"]["read_to_record_ms"]["p50"].get<double>(), 2.0, 1e-9);
+  EXPECT_EQ(j["server"]["served_model"], "tiny");
+  EXPECT_FALSE(j["server"].contains("command"));  // endpoint mode: nothing launched
+  EXPECT_EQ(j["config"]["run_mode"], "endpoint");
+  EXPECT_EQ(j["status"], "success");
+}
+
+TEST(BenchmarkReportWriter, SummaryHasMagpieLinesAndTheSweep) {
+  auto text = summary_text(a_report());
+  for (const char* line :
+       {"Benchmark Result: VLLM\n", "Model: tiny\n", "Status: SUCCESS\n",
+        "  Completed requests: 2\n", "  TTFT (mean/p99): 200.00 ms / 298.00 ms\n", "Sweep:\n",
+        "  CONC4_ISL10_OSL4: 1.00 req/s", "Workspace: /ws\n", "Execution time: 3.50s\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+}
+
+TEST(BenchmarkReportWriter, TimeoutAndIncompleteAreSaid) {
+  auto r = a_report();
+  r.success = r.complete = false;
+  r.status = RunStatus::kTimeout;
+  r.errors = {"timeout: the run passed timeout_seconds (5 s) during case CONC4_ISL10_OSL4"};
+  EXPECT_NE(summary_text(r).find("Status: FAILED (TIMEOUT, INCOMPLETE)\n"), std::string::npos);
+  EXPECT_EQ(report_json(r)["status"], "timeout");
+  r.status = RunStatus::kIncomplete;
+  EXPECT_NE(summary_text(r).find("Status: FAILED (INCOMPLETE)\n"), std::string::npos);
+}
+
+TEST(BenchmarkReportWriter, GpuMonitorBlock) {
+  auto r = a_report();
+  GpuMonitorSummary none;
+  none.reason = "NVML not found (libnvidia-ml.so.1)";
+  r.gpu_monitor = none;
+  json j = report_json(r)["gpu_monitor"];
+  EXPECT_EQ(j["available"], false);
+  EXPECT_EQ(j["reason"], none.reason);
+  EXPECT_NE(summary_text(r).find("unavailable: NVML not found"), std::string::npos);
+
+  GpuMonitorSummary s;
+  s.available = true;
+  s.interval_s = 0.5;
+  s.samples = 3;
+  s.csv_path = "/ws/gpu_monitor.csv";
+  GpuFieldSummary g;
+  g.index = 1;
+  g.name = "NVIDIA H200";
+  g.samples = 3;
+  g.fields["sm_clock_mhz"] = {3, 345, 1000, 1980};
+  s.gpus.push_back(g);
+  r.gpu_monitor = s;
+  j = report_json(r)["gpu_monitor"];
+  EXPECT_EQ(j["available"], true);
+  EXPECT_EQ(j["interval_sec"], 0.5);
+  EXPECT_EQ(j["csv_path"], "/ws/gpu_monitor.csv");
+  EXPECT_EQ(j["gpus"][0]["index"], 1);
+  EXPECT_EQ(j["gpus"][0]["fields"]["sm_clock_mhz"]["max"], 1980);
+  EXPECT_FALSE(j["gpus"][0]["fields"].contains("power_w"));  // not reported, not zero
+  EXPECT_NE(summary_text(r).find("GPU 1 (min/mean/max): utilization_pct n/a"), std::string::npos);
+}
+
+TEST(BenchmarkReportWriter, StoreReadsTheSameFiguresFromTypesAndFromTheFile) {
+  auto r = a_report();
+  auto dir = fs::temp_directory_path() / "magpie_report_writer_test";
+  fs::create_directories(dir);
+  write_report_files(r, dir);
+  std::ifstream in(dir / "benchmark_report.json");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  json written = json::parse(buf.str());
+  EXPECT_EQ(written, report_json(r));
+  auto from_file = store::metrics_from_report(store::RunKind::kBenchmark, written);
+  auto from_types = jobs::headline_metrics(r);
+  EXPECT_EQ(from_types.size(), from_file.size());
+  for (const auto& [name, value] : from_file) {
+    ASSERT_TRUE(from_types.count(name)) << name;
+    EXPECT_DOUBLE_EQ(from_types[name], value) << name;
+  }
+  std::ifstream summary(dir / "summary.txt");
+  std::stringstream text;
+  text << summary.rdbuf();
+  EXPECT_EQ(text.str(), summary_text(r));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace magpie::serve
