@@ -29,6 +29,16 @@ struct TraceLensOptions {
   std::filesystem::path capture_dir;      // graph-capture traces (vLLM capture_traces/)
   std::optional<int64_t> isl, osl, conc;  // only name the compact CSV
   std::filesystem::path output_dir;       // reports go to output_dir/tracelens
+  // Per-stage (inference) or per-rank (pytorch) perf report tables; false
+  // writes only the compact summary, the collective report and the manifest.
+  bool perf_report = true;
+  // The multi-rank collective report (tracelens/collective_report/). Pytorch
+  // mode: over every rank trace; inference mode: over every trace in the folder.
+  // Unset: on in pytorch mode, off in inference mode (it loads every rank).
+  std::optional<bool> collective_report;
+  // Inference mode: at most this many iterations of each stage (the last
+  // ones, after warm-up) are candidates for its steady-state pick; 0 = all.
+  size_t num_steps = 0;
   trace::IngestOptions ingest;
   std::function<void(const std::string&)> progress;
 };
@@ -76,6 +86,14 @@ struct TraceLensGraphAttribution {
   double coverage_pct = 0;
 };
 
+// The collective report's outcome.
+struct TraceLensCollectiveSummary {
+  size_t ranks = 0;
+  size_t collective_kernels = 0;
+  size_t rows = 0;  // collective type × size rows across ranks
+  std::vector<std::string> files;
+};
+
 // What `magpie tracelens` found and wrote. Inference mode fills the stage
 // fields; pytorch mode fills num_ranks and export_format.
 struct TraceLensResult {
@@ -86,6 +104,7 @@ struct TraceLensResult {
   std::optional<std::string> gpu_arch_platform;
   std::string gpu_arch_reason;
   std::optional<TraceLensGraphAttribution> graph_attribution;
+  std::optional<TraceLensCollectiveSummary> collective_report;
   std::string split_method;
   std::map<std::string, int> iterations;  // stage name → iterations found
   std::vector<TraceLensStageResult> stage_results;
