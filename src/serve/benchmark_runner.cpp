@@ -311,7 +311,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& c, const RunContext& ctx) 
             {"output_files", nlohmann::json::array()},
             {"errors", {"tracelens needs profiler.torch_profiler.enabled"}}};
       } else {
-        analysis::TraceLensOptions tl;
+        analysis::TraceLensOptions tl = tracelens_options(c.tracelens_settings);
         tl.trace = trace_dir;
         tl.output_dir = ws;
         if (fs::is_directory(trace_dir / "capture_traces"))

@@ -99,8 +99,20 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
       return out;
     }
   }
-  auto files =
-      analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
+  analysis::SourceSearchOptions sources;
+  sources.enabled = s.find_kernel_sources;
+  for (const auto& repo : s.kernel_source_repos) sources.repos.emplace_back(repo);
+  if (sources.enabled && sources.repos.empty()) {
+    out.notes.push_back("gap_analysis.find_kernel_sources needs gap_analysis.kernel_source_repos: no source search");
+    sources.enabled = false;
+  }
+  std::erase_if(sources.repos, [&](const fs::path& repo) {
+    if (fs::is_directory(repo)) return false;
+    out.notes.push_back("gap_analysis.kernel_source_repos: " + repo.string() + " is not a directory; skipped");
+    return true;
+  });
+  if (sources.repos.empty()) sources.enabled = false;
+  auto files = analysis::write_gap_reports(result, output_dir, false, sources);
   out.block = analysis::gap_analysis_json(result, files);
   for (const auto& note : out.notes) out.block["notes"].push_back(note);
   // From the typed rows, not back out of the JSON block (one derivation, the writer's).
@@ -110,6 +122,19 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
     if (out.top_bottlenecks.size() < 10) out.top_bottlenecks.push_back(k.name);
   }
   return out;
+}
+
+analysis::TraceLensOptions tracelens_options(const TraceLensSettings& s) {
+  analysis::TraceLensOptions o;
+  o.mode = s.analysis_mode;
+  o.stages = s.analysis_stages;
+  o.num_steps = static_cast<size_t>(s.num_steps);
+  o.write_csv = s.export_format != "excel";
+  o.write_excel = s.export_format != "csv";
+  o.gpu_arch_file = s.gpu_arch_config;
+  o.perf_report = s.perf_report_enabled;
+  o.collective_report = s.multi_rank_report_enabled;
+  return o;
 }
 
 }  // namespace magpie::serve
