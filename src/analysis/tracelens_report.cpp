@@ -293,6 +293,8 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     ga.graph_kernels = g.graph_kernels;
     ga.attributed_kernels = g.attributed;
     ga.attributed_to_op = g.attributed_to_op;
+    ga.captured_graphs = g.captured_graphs.size();
+    ga.graphs = g.graphs;
     ga.coverage_pct = g.graph_kernels ? 100.0 * static_cast<double>(g.attributed) /
                                             static_cast<double>(g.graph_kernels)
                                       : 0.0;
@@ -472,7 +474,23 @@ json tracelens_manifest_json(const TraceLensResult& r) {
                               {"graph_kernels", g.graph_kernels},
                               {"attributed_kernels", g.attributed_kernels},
                               {"attributed_to_op", g.attributed_to_op},
-                              {"coverage_pct", g.coverage_pct}};
+                              {"coverage_pct", g.coverage_pct},
+                              {"captured_graphs", g.captured_graphs},
+                              {"graphs", json::array()}};
+    // One entry per captured graph (and one for name-aligned replays); capped
+    // so a run with thousands of graphs keeps a readable manifest.
+    constexpr size_t kMaxGraphsListed = 64;
+    for (size_t i = 0; i < g.graphs.size() && i < kMaxGraphsListed; ++i) {
+      const auto& s = g.graphs[i];
+      m["graph_attribution"]["graphs"].push_back({{"captured_graph", s.graph},
+                                                  {"method", s.method},
+                                                  {"replays", s.replays},
+                                                  {"kernels", s.kernels},
+                                                  {"attributed", s.attributed},
+                                                  {"reason", s.reason}});
+    }
+    if (g.graphs.size() > kMaxGraphsListed)
+      m["graph_attribution"]["graphs_not_listed"] = g.graphs.size() - kMaxGraphsListed;
   }
   m["split_method"] = r.split_method;
   m["iterations"] = r.iterations;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/graph_capture_alignment.hpp"
 #include "analysis/step_annotation.hpp"
 #include "trace/kineto_reader.hpp"
 
@@ -84,6 +85,8 @@ struct TraceLensGraphAttribution {
   size_t attributed_kernels = 0;
   size_t attributed_to_op = 0;
   double coverage_pct = 0;
+  size_t captured_graphs = 0;  // capture windows of unnamed (CUDA) launches
+  std::vector<GraphReplaySummary> graphs;  // per captured graph: method, counts, why anything was left
 };
 
 // The collective report's outcome.
