@@ -204,6 +204,19 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
     cap_name[i] = id;
     if (id != trace::StringPool::kNotInterned) positions[id].push_back(i);
   }
+  // Launch geometry where both sides recorded it (HIP launch calls carry grid
+  // and block): a same-named kernel launched with another grid is another call.
+  auto geometry_agrees = [&](size_t li, uint32_t row) {
+    const auto& ct = captures[g.launches[li].capture].trace.events;
+    const uint32_t cd = ct.detail[g.launches[li].row];
+    const uint32_t rd = e.detail[row];
+    if (cd == trace::kNoDetail || rd == trace::kNoDetail) return true;
+    const auto& a = ct.kernel_details[cd];
+    const auto& b = e.kernel_details[rd];
+    const bool known = a.grid[0] > 0 && b.grid[0] > 0;
+    return !known || (a.grid == b.grid && a.block == b.block);
+  };
+  size_t geometry_mismatches = 0;
   std::vector<std::string> graph_sig;
   for (const auto& cg : g.captured_graphs) graph_sig.push_back(signature(g.launches, cg));
 
@@ -249,10 +262,13 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
       for (uint32_t r : rows) {
         size_t found = SIZE_MAX;
         for (size_t k = c; k < cap_name.size() && k <= c + kMaxSkip; ++k) {
-          if (cap_name[k] == e.name[r]) {
-            found = k;
-            break;
+          if (cap_name[k] != e.name[r]) continue;
+          if (!geometry_agrees(k, r)) {
+            ++geometry_mismatches;
+            continue;
           }
+          found = k;
+          break;
         }
         if (found == SIZE_MAX) continue;
         g.launch_of_row[r] = static_cast<int32_t>(found);
@@ -338,6 +354,12 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
         "only {} of {} graph-replayed kernels matched a captured launch: the capture traces may "
         "come from another run, model or graph size",
         g.attributed, g.graph_kernels));
+  }
+  if (geometry_mismatches > 0) {
+    g.warnings.push_back(fmt::format(
+        "{} time(s) a captured launch of the same kernel name had another grid/block than the "
+        "replayed kernel and was passed over",
+        geometry_mismatches));
   }
   if (unnamed_outside > 0) {
     g.warnings.push_back(fmt::format(
