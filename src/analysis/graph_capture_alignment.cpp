@@ -111,6 +111,8 @@ std::vector<std::pair<size_t, size_t>> walk_by_kind(const std::string& replay, c
 
 }  // namespace
 
+bool has_capture_window(const trace::Trace& t) { return !capture_windows(t).empty(); }
+
 WorkKind work_kind_of_launch_api(std::string_view api) {
   const std::string n = lower(api);
   if (n.find("graphlaunch") != std::string::npos) return WorkKind::kNone;

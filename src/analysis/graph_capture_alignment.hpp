@@ -70,6 +70,9 @@ struct GraphAlignment {
   std::vector<std::string> warnings;
 };
 
+// Whether the trace recorded a stream capture (a Begin/EndCapture call pair).
+bool has_capture_window(const trace::Trace& trace);
+
 // Captured launches of one trace, in time order, with the innermost cpu_op
 // around each: launch calls that name their kernel, and launch calls (kernel,
 // memset, memcpy) whose work never ran in this trace (it was captured).

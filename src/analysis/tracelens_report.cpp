@@ -268,10 +268,15 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
   // Graph-capture traces, when given.
   std::vector<CaptureTrace> captures;
   std::optional<GraphAlignment> alignment;
-  if (!o.capture_dir.empty()) {
+  // A trace that recorded the capture too (torch.cuda.graph under one profiler
+  // run) is its own capture trace.
+  const bool self_capture = o.capture_dir.empty() && main.links.summary.graph_kernels > 0 &&
+                            has_capture_window(main.trace);
+  if (!o.capture_dir.empty() || self_capture) {
     TraceLensGraphAttribution ga;
     ga.capture_dir = o.capture_dir;
-    for (const auto& f : capture_files(o.capture_dir)) {
+    // Tables are not copyable: the self-capture is read a second time.
+    for (const auto& f : self_capture ? std::vector<fs::path>{trace_path} : capture_files(o.capture_dir)) {
       try {
         Loaded c = load(f, o);
         captures.push_back({std::move(c.trace), std::move(c.links)});

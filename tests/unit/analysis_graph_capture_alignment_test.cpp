@@ -7,10 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "analysis/graph_capture_alignment.hpp"
 #include "analysis/roofline_table.hpp"
+#include "analysis/tracelens_report.hpp"
 #include "core/file_io.hpp"
 #include "trace/kineto_reader.hpp"
 
@@ -155,6 +160,32 @@ TEST(GraphCaptureAlignment, ReplayWithAnExtraKernelStillAlignsInOrder) {
   ASSERT_EQ(g.graphs.size(), 1u);
   EXPECT_EQ(g.graphs[0].graph, 0);
   EXPECT_NE(g.graphs[0].reason.find("1 left"), std::string::npos) << g.graphs[0].reason;
+}
+
+// One profiler run that recorded the capture and the replays: the trace is
+// its own capture trace, no --capture-dir needed.
+TEST(GraphCaptureAlignment, TraceHoldingCaptureAndReplayAttributesItself) {
+  auto both = nlohmann::json::parse(kCapture);
+  const auto replay = nlohmann::json::parse(kReplay);
+  for (auto ev : replay["traceEvents"]) {
+    ev["ts"] = ev["ts"].get<double>() + 1000;  // replays after the capture
+    both["traceEvents"].push_back(ev);
+  }
+  const auto dir = std::filesystem::temp_directory_path() / "magpie_graph_self_capture";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "trace.json") << both.dump();
+  TraceLensOptions o;
+  o.trace = dir / "trace.json";
+  o.output_dir = dir;
+  const TraceLensResult r = run_tracelens(o);
+  std::string w;
+  for (const auto& x : r.warnings) w += x + "\n";
+  ASSERT_TRUE(r.graph_attribution) << w;
+  EXPECT_EQ(r.graph_attribution->graph_kernels, 9u);
+  EXPECT_EQ(r.graph_attribution->attributed_kernels, 7u);
+  EXPECT_EQ(r.graph_attribution->captured_graphs, 2u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
