@@ -452,3 +452,35 @@ def test_collective_report_across_two_ranks(magpie, tmp_path):
     n = int(ag["group_size"])
     assert float(ag["busbw_transfer_GBps"]) == pytest.approx(algbw * (n - 1) / n)
     assert len(read_csv(out / "collective_ranks.csv")) == 2
+
+
+# Recorded on an H200 for this project (tests/data/h200_graphs/README.md).
+H200_GRAPHS = Path(__file__).resolve().parents[1] / "data" / "h200_graphs"
+
+
+@pytest.mark.skipif(not (H200_GRAPHS / "graph_replay.json.gz").is_file(),
+                    reason=f"no recorded graph pair in {H200_GRAPHS}")
+def test_plain_torch_cuda_graph_fully_attributed(magpie, tmp_path):
+    """torch.cuda.graph: the capture trace's launches name no kernel; every replayed kernel, memset
+    and copy still gets the op it was captured under."""
+    cap = tmp_path / "capture"
+    cap.mkdir()
+    shutil.copy(H200_GRAPHS / "graph_capture.json.gz", cap)
+    replay = H200_GRAPHS / "graph_replay.json.gz"
+    run(magpie, [replay, "--capture-dir", cap, "-o", tmp_path])
+    m = json.loads((tmp_path / "tracelens" / "tracelens_manifest.json").read_text())
+    g = m["graph_attribution"]
+    # Independently: GPU events whose correlation is a cudaGraphLaunch's.
+    events = load_events(replay)
+    graph_corr = {e["args"]["correlation"] for e in events
+                  if e.get("cat") in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in e.get("name", "")}
+    replayed = [e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")
+                and e.get("args", {}).get("correlation") in graph_corr]
+    assert len(graph_corr) == g["graph_launches"] > 0
+    assert g["graph_kernels"] == len(replayed)
+    assert g["attributed_kernels"] == g["attributed_to_op"] == len(replayed)
+    assert g["coverage_pct"] == 100.0
+    assert [x["method"] for x in g["graphs"]] == ["launch order"]
+    # Without the capture the same replays stay unattributed.
+    bare = run(magpie, [replay, "-o", tmp_path / "bare"])
+    assert "--capture-dir" in bare.stderr
