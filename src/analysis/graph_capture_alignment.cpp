@@ -236,6 +236,18 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
   std::map<int32_t, std::string> tie_notes;
   std::unordered_map<std::string, std::vector<int32_t>> exact_graphs;  // signature → graphs
   for (size_t i = 0; i < graph_sig.size(); ++i) exact_graphs[graph_sig[i]].push_back(static_cast<int32_t>(i));
+  // Graph node ids, where both traces recorded them: an exact pairing.
+  std::unordered_map<int64_t, size_t> launch_by_node;
+  for (size_t i = 0; i < g.launches.size(); ++i) {
+    const auto& ct = captures[g.launches[i].capture].trace.events;
+    const uint32_t d = ct.detail[g.launches[i].row];
+    if (d != trace::kNoDetail && ct.kernel_details[d].graph_node_id >= 0)
+      launch_by_node.emplace(ct.kernel_details[d].graph_node_id, i);
+  }
+  auto node_of = [&](uint32_t row) {
+    const uint32_t d = e.detail[row];
+    return d == trace::kNoDetail ? int64_t{-1} : e.kernel_details[d].graph_node_id;
+  };
   size_t cursor = 0;
   int32_t graph_cursor = -1;
   for (auto& [launch, rows] : by_launch) {
@@ -243,6 +255,23 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
               [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
     g.graph_kernels += rows.size();
     size_t matched = 0;
+    if (!launch_by_node.empty() && std::all_of(rows.begin(), rows.end(), [&](uint32_t r) {
+          return launch_by_node.count(node_of(r)) > 0;
+        })) {
+      for (uint32_t r : rows) {
+        const size_t li = launch_by_node.at(node_of(r));
+        g.launch_of_row[r] = static_cast<int32_t>(li);
+        g.attributed_to_op += g.launches[li].op >= 0;
+      }
+      auto& s = summary[g.launches[launch_by_node.at(node_of(rows[0]))].graph];
+      s.graph = g.launches[launch_by_node.at(node_of(rows[0]))].graph;
+      s.method = "graph node ids";
+      ++s.replays;
+      s.kernels += rows.size();
+      s.attributed += rows.size();
+      g.attributed += rows.size();
+      continue;
+    }
     auto it = positions.find(e.name[rows[0]]);
     if (it != positions.end()) {
       // By kernel name. Candidates from the cursor on first, then wrapping to the start.

@@ -59,6 +59,9 @@ struct KernelDetail {
   int32_t shared_memory = -1;
   StringId kernel = kEmptyString;      // args.kernel on launch events
   StringId collective = kEmptyString;  // NCCL "Collective name"
+  // CUDA graph node of a replayed kernel or of a launch recorded during
+  // capture, where Kineto writes it ("graph node id"); -1 when absent.
+  int64_t graph_node_id = -1;
 };
 
 // Shapes and types recorded for cpu_op events (record_shapes=True). Raw JSON

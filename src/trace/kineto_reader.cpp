@@ -196,6 +196,9 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
       if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
     } else if (key == "Collective name") {
       if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = ev.has_collective = true;
+    } else if (key == "graph node id" || key == "Graph node id" || key == "graph_node_id") {
+      ev.kernel.graph_node_id = value_to_int(v);
+      ev.has_kernel_detail = ev.kernel.graph_node_id >= 0 || ev.has_kernel_detail;
     } else if (key == "In msg nelems") {
       ev.in_nelems = value_to_int(v);
       ev.has_collective = true;

@@ -188,5 +188,28 @@ TEST(GraphCaptureAlignment, TraceHoldingCaptureAndReplayAttributesItself) {
   std::filesystem::remove_all(dir);
 }
 
+// Where Kineto records graph node ids on both sides, they pair exactly, even
+// when the replay runs the nodes in another order than they were captured.
+TEST(GraphCaptureAlignment, GraphNodeIdsPairExactly) {
+  std::vector<CaptureTrace> caps;
+  caps.push_back(capture_of(R"J({"traceEvents":[
+    {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":10,"args":{"External id":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"External id":1,"correlation":1,"graph node id":11}},
+    {"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":20,"dur":10,"args":{"External id":2}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":21,"dur":1,"args":{"External id":2,"correlation":2,"graph node id":12}}]})J"));
+  trace::Trace rep = parse(R"J({"traceEvents":[
+    {"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":100}},
+    {"ph":"X","cat":"kernel","name":"add_kernel","pid":0,"tid":7,"ts":10,"dur":2,"args":{"device":0,"stream":7,"correlation":100,"graph node id":12}},
+    {"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":8,"ts":11,"dur":4,"args":{"device":0,"stream":8,"correlation":100,"graph node id":11}}]})J");
+  const auto links = trace::link_trace(rep);
+  GraphAlignment g = align_graph_capture(rep, links, caps);
+  EXPECT_EQ(g.attributed, 2u);
+  const auto& ct = caps[0].trace;
+  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[1])].op)), "aten::add");
+  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[2])].op)), "aten::mm");
+  ASSERT_EQ(g.graphs.size(), 1u);
+  EXPECT_EQ(g.graphs[0].method, "graph node ids");
+}
+
 }  // namespace
 }  // namespace magpie::analysis
