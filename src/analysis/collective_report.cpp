@@ -91,14 +91,22 @@ void fill_from_args(const trace::Trace& t, const trace::CollectiveArgs& a, Colle
 
 std::string_view to_string(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kSendRecv: return "send_recv";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kOther: break;
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduce:
+      return "reduce";
+    case CollectiveKind::kSendRecv:
+      return "send_recv";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kOther:
+      break;
   }
   return "other";
 }
@@ -114,7 +122,8 @@ std::optional<CollectiveKind> collective_kind_from_name(std::string_view name) {
   if (contains(n, "broadcast")) return CollectiveKind::kBroadcast;
   if (contains(n, "sendrecv") || n == "send" || n == "recv" || contains(n, "c10d::send") ||
       contains(n, "c10d::recv") || contains(n, "ncclkernelsend") || contains(n, "ncclkernelrecv") ||
-      contains(n, "ncclkernel_send") || contains(n, "ncclkernel_recv") || contains(n, "ncclkernelsendrecv"))
+      contains(n, "ncclkernel_send") || contains(n, "ncclkernel_recv") ||
+      contains(n, "ncclkernelsendrecv"))
     return CollectiveKind::kSendRecv;
   if (contains(n, "reduce")) return CollectiveKind::kReduce;
   return std::nullopt;
@@ -124,14 +133,18 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
   if (n <= 0) return 0;
   const double nd = n;
   switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (nd - 1) / nd;
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (nd - 1) / nd;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (nd - 1) / nd;
+    case CollectiveKind::kAllToAll:
+      return (nd - 1) / nd;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-    case CollectiveKind::kSendRecv: return 1.0;
-    case CollectiveKind::kOther: break;
+    case CollectiveKind::kSendRecv:
+      return 1.0;
+    case CollectiveKind::kOther:
+      break;
   }
   return 0;
 }
@@ -139,14 +152,32 @@ double bus_bandwidth_factor(CollectiveKind kind, int n) {
 int dtype_bytes(std::string_view dtype) {
   std::string d = lower(dtype);
   if (d.starts_with("c10::")) d = d.substr(5);
-  static const std::map<std::string, int, std::less<>> kBytes = {
-      {"float", 4},          {"float32", 4},      {"double", 8},        {"float64", 8},
-      {"half", 2},           {"float16", 2},      {"bfloat16", 2},      {"int", 4},
-      {"int32", 4},          {"long", 8},         {"long int", 8},      {"int64", 8},
-      {"long long", 8},      {"short", 2},        {"int16", 2},         {"char", 1},
-      {"signed char", 1},    {"unsigned char", 1}, {"byte", 1},          {"uint8", 1},
-      {"int8", 1},           {"bool", 1},         {"float8_e4m3fn", 1}, {"float8_e5m2", 1},
-      {"float8_e4m3fnuz", 1}, {"float8_e5m2fnuz", 1}};
+  static const std::map<std::string, int, std::less<>> kBytes = {{"float", 4},
+                                                                 {"float32", 4},
+                                                                 {"double", 8},
+                                                                 {"float64", 8},
+                                                                 {"half", 2},
+                                                                 {"float16", 2},
+                                                                 {"bfloat16", 2},
+                                                                 {"int", 4},
+                                                                 {"int32", 4},
+                                                                 {"long", 8},
+                                                                 {"long int", 8},
+                                                                 {"int64", 8},
+                                                                 {"long long", 8},
+                                                                 {"short", 2},
+                                                                 {"int16", 2},
+                                                                 {"char", 1},
+                                                                 {"signed char", 1},
+                                                                 {"unsigned char", 1},
+                                                                 {"byte", 1},
+                                                                 {"uint8", 1},
+                                                                 {"int8", 1},
+                                                                 {"bool", 1},
+                                                                 {"float8_e4m3fn", 1},
+                                                                 {"float8_e5m2", 1},
+                                                                 {"float8_e4m3fnuz", 1},
+                                                                 {"float8_e5m2fnuz", 1}};
   auto it = kBytes.find(d);
   return it == kBytes.end() ? 0 : it->second;
 }
@@ -189,7 +220,8 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
     // The launching op chain: record_param_comms (args on Kineto ≥ 2.1) inside
     // the c10d op (shapes with record_shapes) that names the collective.
     int32_t op = trace::launching_op(t, links, r);
-    SizeFromShapes comms_shapes;  // record_param_comms' first tensor: used when no c10d op has shapes
+    SizeFromShapes
+        comms_shapes;  // record_param_comms' first tensor: used when no c10d op has shapes
     for (int depth = 0; op >= 0 && depth < 8; ++depth, op = links.parent[static_cast<size_t>(op)]) {
       const auto row = static_cast<uint32_t>(op);
       if (e.category[row] != Category::kCpuOp) continue;
@@ -205,14 +237,16 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
           c.message_bytes = s.bytes;
           c.size_source = "c10d op shapes";
         }
-        const bool ratio_kind = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
+        const bool ratio_kind =
+            kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
         if (c.group_size == 0 && ratio_kind && s.small > 0 && s.bytes % s.small == 0) {
           c.group_size = static_cast<int>(s.bytes / s.small);
           c.group_size_source = "output/input size of the c10d op";
         }
         break;
       }
-      if (op_name == "record_param_comms" && comms_shapes.bytes < 0) comms_shapes = size_from_shapes(t, row);
+      if (op_name == "record_param_comms" && comms_shapes.bytes < 0)
+        comms_shapes = size_from_shapes(t, row);
     }
     if (c.message_bytes < 0 && comms_shapes.bytes > 0) {
       c.message_bytes = comms_shapes.bytes;
@@ -226,8 +260,9 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
     }
     calls.push_back(std::move(c));
   }
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const CollectiveCall& a, const CollectiveCall& b) { return a.ts_ns < b.ts_ns; });
+  std::stable_sort(
+      calls.begin(), calls.end(),
+      [](const CollectiveCall& a, const CollectiveCall& b) { return a.ts_ns < b.ts_ns; });
   for (auto& c : calls) c.instance = seen[{c.group, c.kind}]++;
   const GpuTimeline tl = compute_gpu_timeline(compute, comm, copies);
   merge_intervals(comm);
@@ -242,9 +277,12 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
 
 namespace {
 
-using SizeKey = std::tuple<CollectiveKind, std::string, int64_t, int>;  // kind, dtype, bytes, group size
+using SizeKey =
+    std::tuple<CollectiveKind, std::string, int64_t, int>;  // kind, dtype, bytes, group size
 
-SizeKey size_key(const CollectiveCall& c) { return {c.kind, c.dtype, c.message_bytes, c.group_size}; }
+SizeKey size_key(const CollectiveCall& c) {
+  return {c.kind, c.dtype, c.message_bytes, c.group_size};
+}
 
 void fill_times(CollectiveSizeRow& row, const std::vector<const CollectiveCall*>& calls) {
   row.calls = calls.size();
@@ -314,7 +352,8 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
   // collective, when every rank that has the kind made the same number of calls.
   std::map<std::pair<std::string, CollectiveKind>, std::map<int, size_t>> counts;
   for (const auto& c : in.calls) ++counts[{c.group, c.kind}][c.rank];
-  std::map<std::tuple<std::string, CollectiveKind, size_t>, std::vector<const CollectiveCall*>> instances;
+  std::map<std::tuple<std::string, CollectiveKind, size_t>, std::vector<const CollectiveCall*>>
+      instances;
   for (const auto& c : in.calls) {
     const auto& per = counts[{c.group, c.kind}];
     bool even = per.size() > 1;
@@ -327,7 +366,8 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
     for (const auto& [rank, n] : per) lo = std::min(lo, n), hi = std::max(hi, n);
     if (lo != hi) {
       rep.warnings.push_back(fmt::format(
-          "{}{}: ranks made {}..{} calls, so calls are not matched across ranks (transfer time, wait "
+          "{}{}: ranks made {}..{} calls, so calls are not matched across ranks (transfer time, "
+          "wait "
           "and skew left empty); were all ranks profiled over the same steps?",
           to_string(gk.second), gk.first.empty() ? "" : " (group " + gk.first + ")", lo, hi));
     }
@@ -341,8 +381,10 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
     row.ranks = rank_total.size();
     fill_times(row, calls);
     for (const auto& [rank, total] : rank_total) {
-      if (row.slowest_rank < 0 || total > row.slowest_rank_us) row.slowest_rank = rank, row.slowest_rank_us = total;
-      if (row.fastest_rank < 0 || total < row.fastest_rank_us) row.fastest_rank = rank, row.fastest_rank_us = total;
+      if (row.slowest_rank < 0 || total > row.slowest_rank_us)
+        row.slowest_rank = rank, row.slowest_rank_us = total;
+      if (row.fastest_rank < 0 || total < row.fastest_rank_us)
+        row.fastest_rank = rank, row.fastest_rank_us = total;
     }
     // Matched instances whose calls all fall in this row.
     double transfer = 0, wait = 0, skew = 0;
@@ -352,8 +394,8 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
       auto it = instances.find(ik);
       if (it == instances.end() || !done.insert(ik).second) continue;
       const auto& members = it->second;
-      if (members.size() < 2 ||
-          !std::all_of(members.begin(), members.end(), [&](const auto* m) { return size_key(*m) == key; }))
+      if (members.size() < 2 || !std::all_of(members.begin(), members.end(),
+                                             [&](const auto* m) { return size_key(*m) == key; }))
         continue;
       int64_t dmin = INT64_MAX, dmax = 0, smin = INT64_MAX, smax = INT64_MIN;
       for (const auto* m : members) {
@@ -371,7 +413,8 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
       row.wait_us = wait / n;
       row.start_skew_us = skew / n;
       row.algbw_transfer_gbps = gbps(row.message_bytes, row.transfer_us);
-      row.busbw_transfer_gbps = row.algbw_transfer_gbps * bus_bandwidth_factor(row.kind, row.group_size);
+      row.busbw_transfer_gbps =
+          row.algbw_transfer_gbps * bus_bandwidth_factor(row.kind, row.group_size);
     }
     rep.summary.push_back(std::move(row));
   }
@@ -393,7 +436,8 @@ std::vector<report::Cell> size_cells(const CollectiveSizeRow& r) {
   return {std::string(to_string(r.kind)),
           r.dtype,
           opt_int(r.message_bytes),
-          sized ? report::Cell{static_cast<double>(r.message_bytes) / (1024.0 * 1024.0)} : report::Cell{},
+          sized ? report::Cell{static_cast<double>(r.message_bytes) / (1024.0 * 1024.0)}
+                : report::Cell{},
           r.group_size > 0 ? report::Cell{static_cast<int64_t>(r.group_size)} : report::Cell{},
           static_cast<int64_t>(r.calls),
           r.total_us,
@@ -408,9 +452,8 @@ std::vector<report::Cell> size_cells(const CollectiveSizeRow& r) {
 
 std::vector<report::Table> collective_tables(const CollectiveReport& rep) {
   const std::vector<std::string> size_cols = {
-      "collective",     "dtype",         "message_bytes", "message_MB",  "group_size",
-      "calls",          "total_time_us", "mean_time_us",  "min_time_us", "max_time_us",
-      "algbw_GBps",     "busbw_GBps"};
+      "collective",    "dtype",        "message_bytes", "message_MB",  "group_size", "calls",
+      "total_time_us", "mean_time_us", "min_time_us",   "max_time_us", "algbw_GBps", "busbw_GBps"};
   report::Table summary{"collective_summary", {}, {}};
   summary.columns = size_cols;
   for (const char* c : {"ranks", "matched_instances", "transfer_time_us", "algbw_transfer_GBps",
@@ -445,10 +488,10 @@ std::vector<report::Table> collective_tables(const CollectiveReport& rep) {
                        "exposed_communication_us", "exposed_communication_pct"},
                       {}};
   for (const auto& r : rep.ranks) {
-    ranks.rows.push_back({static_cast<int64_t>(r.rank), r.trace_path, static_cast<int64_t>(r.collectives),
-                          r.communication_us, r.exposed_communication_us,
-                          opt_num(100.0 * r.exposed_communication_us / r.communication_us,
-                                  r.communication_us > 0)});
+    ranks.rows.push_back(
+        {static_cast<int64_t>(r.rank), r.trace_path, static_cast<int64_t>(r.collectives),
+         r.communication_us, r.exposed_communication_us,
+         opt_num(100.0 * r.exposed_communication_us / r.communication_us, r.communication_us > 0)});
   }
 
   report::Table calls{"collective_calls",
@@ -456,11 +499,12 @@ std::vector<report::Table> collective_tables(const CollectiveReport& rep) {
                        "dtype", "message_bytes", "size_source", "group_size", "group_size_source"},
                       {}};
   for (const auto& c : rep.calls) {
-    calls.rows.push_back({static_cast<int64_t>(c.rank), std::string(to_string(c.kind)), c.group,
-                          static_cast<int64_t>(c.instance), c.kernel, us(c.ts_ns), us(c.dur_ns),
-                          c.dtype, opt_int(c.message_bytes), c.size_source,
-                          c.group_size > 0 ? report::Cell{static_cast<int64_t>(c.group_size)} : report::Cell{},
-                          c.group_size_source});
+    calls.rows.push_back(
+        {static_cast<int64_t>(c.rank), std::string(to_string(c.kind)), c.group,
+         static_cast<int64_t>(c.instance), c.kernel, us(c.ts_ns), us(c.dur_ns), c.dtype,
+         opt_int(c.message_bytes), c.size_source,
+         c.group_size > 0 ? report::Cell{static_cast<int64_t>(c.group_size)} : report::Cell{},
+         c.group_size_source});
   }
   return {std::move(summary), std::move(per_rank), std::move(ranks), std::move(calls)};
 }

@@ -27,10 +27,12 @@ enum class CollectiveKind : uint8_t {
   kAllToAll,
   kOther,
 };
-// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send_recv", "all_to_all", "other".
+// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send_recv", "all_to_all",
+// "other".
 std::string_view to_string(CollectiveKind kind);
 // From a "Collective name" ("allreduce", "_allgather_base", "_reduce_scatter_base", "send", ...),
-// a c10d op ("c10d::alltoall_base_") or an NCCL kernel name ("ncclKernel_AllReduce_RING_LL_Sum_float").
+// a c10d op ("c10d::alltoall_base_") or an NCCL kernel name
+// ("ncclKernel_AllReduce_RING_LL_Sum_float").
 std::optional<CollectiveKind> collective_kind_from_name(std::string_view name);
 // NCCL's bus-bandwidth factor for `n` ranks: all_reduce 2(n-1)/n; all_gather,
 // reduce_scatter and all_to_all (n-1)/n; broadcast, reduce and send/recv 1.
@@ -89,7 +91,8 @@ struct CollectiveSizeRow {
   double algbw_gbps = 0, busbw_gbps = 0;  // at the mean time; 0 when the size is unknown
   // Across ranks, from calls matched by (group, kind, instance) on every rank:
   size_t matched_instances = 0;
-  double transfer_us = 0;  // mean over instances of the fastest rank's time (the one that waited least)
+  double transfer_us =
+      0;  // mean over instances of the fastest rank's time (the one that waited least)
   double algbw_transfer_gbps = 0, busbw_transfer_gbps = 0;
   double wait_us = 0;        // mean over instances of (slowest - fastest) rank time
   double start_skew_us = 0;  // mean over instances of (last start - first start)

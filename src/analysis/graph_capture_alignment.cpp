@@ -31,10 +31,14 @@ bool is_capture_marker(std::string_view name, std::string_view what) {
 
 WorkKind work_kind_of_gpu_row(Category c) {
   switch (c) {
-    case Category::kKernel: return WorkKind::kKernel;
-    case Category::kGpuMemset: return WorkKind::kMemset;
-    case Category::kGpuMemcpy: return WorkKind::kMemcpy;
-    default: return WorkKind::kNone;
+    case Category::kKernel:
+      return WorkKind::kKernel;
+    case Category::kGpuMemset:
+      return WorkKind::kMemset;
+    case Category::kGpuMemcpy:
+      return WorkKind::kMemcpy;
+    default:
+      return WorkKind::kNone;
   }
 }
 
@@ -80,7 +84,8 @@ std::vector<std::pair<int64_t, int64_t>> capture_windows(const trace::Trace& t) 
 std::string signature(const trace::EventTable& e, const std::vector<uint32_t>& rows) {
   std::string s;
   s.reserve(rows.size());
-  for (uint32_t r : rows) s.push_back(static_cast<char>('0' + static_cast<int>(work_kind_of_gpu_row(e.category[r]))));
+  for (uint32_t r : rows)
+    s.push_back(static_cast<char>('0' + static_cast<int>(work_kind_of_gpu_row(e.category[r]))));
   return s;
 }
 
@@ -94,7 +99,8 @@ std::string signature(const std::vector<CapturedLaunch>& launches, const Capture
 
 // Walks replay kinds against a captured range in order, pairing equal kinds and
 // skipping at most kMaxSkip captured launches per step; returns the pairs.
-std::vector<std::pair<size_t, size_t>> walk_by_kind(const std::string& replay, const std::string& captured) {
+std::vector<std::pair<size_t, size_t>> walk_by_kind(const std::string& replay,
+                                                    const std::string& captured) {
   std::vector<std::pair<size_t, size_t>> pairs;
   size_t c = 0;
   for (size_t r = 0; r < replay.size(); ++r) {
@@ -116,8 +122,9 @@ bool has_capture_window(const trace::Trace& t) { return !capture_windows(t).empt
 WorkKind work_kind_of_launch_api(std::string_view api) {
   const std::string n = lower(api);
   if (n.find("graphlaunch") != std::string::npos) return WorkKind::kNone;
-  if (n.find("launchkernel") != std::string::npos || n.find("launchcooperativekernel") != std::string::npos ||
-      n == "cudalaunch" || n.starts_with("culaunchkernel") || n.starts_with("hipextlaunch") ||
+  if (n.find("launchkernel") != std::string::npos ||
+      n.find("launchcooperativekernel") != std::string::npos || n == "cudalaunch" ||
+      n.starts_with("culaunchkernel") || n.starts_with("hipextlaunch") ||
       n.starts_with("hipmodulelaunch") || n.starts_with("hipextmodulelaunch"))
     return WorkKind::kKernel;
   if (n.find("memset") != std::string::npos) return WorkKind::kMemset;
@@ -189,9 +196,10 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
     if (!whole) {
       for (const auto& l : all) {
         const int64_t ts = ct.events.ts_ns[l.row];
-        unnamed_outside += !l.named && std::none_of(windows.begin(), windows.end(), [&](const auto& w) {
-          return ts >= w.first && ts <= w.second;
-        });
+        unnamed_outside +=
+            !l.named && std::none_of(windows.begin(), windows.end(), [&](const auto& w) {
+              return ts >= w.first && ts <= w.second;
+            });
       }
     }
   }
@@ -235,7 +243,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
   std::map<int32_t, GraphReplaySummary> summary;  // by captured graph; -1 = names / none
   std::map<int32_t, std::string> tie_notes;
   std::unordered_map<std::string, std::vector<int32_t>> exact_graphs;  // signature → graphs
-  for (size_t i = 0; i < graph_sig.size(); ++i) exact_graphs[graph_sig[i]].push_back(static_cast<int32_t>(i));
+  for (size_t i = 0; i < graph_sig.size(); ++i)
+    exact_graphs[graph_sig[i]].push_back(static_cast<int32_t>(i));
   // Graph node ids, where both traces recorded them: an exact pairing.
   std::unordered_map<int64_t, size_t> launch_by_node;
   for (size_t i = 0; i < g.launches.size(); ++i) {
@@ -314,7 +323,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
       s.kernels += rows.size();
       s.attributed += matched;
       if (matched < rows.size() && s.reason.empty())
-        s.reason = "some replayed kernels have no captured launch of the same name within 32 launches";
+        s.reason =
+            "some replayed kernels have no captured launch of the same name within 32 launches";
       g.attributed += matched;
       continue;
     }
@@ -328,7 +338,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
       chosen = next != cands.end() ? *next : cands.front();
       if (cands.size() > 1) {
         tie_notes[chosen] = fmt::format(
-            "{} captured graphs launch the same sequence of {} kernels/memsets/copies; replays were "
+            "{} captured graphs launch the same sequence of {} kernels/memsets/copies; replays "
+            "were "
             "assigned to them in capture order (shapes may be another capture's)",
             cands.size(), rows.size());
       }
@@ -337,7 +348,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
       size_t best = 0;
       for (size_t gi = 0; gi < graph_sig.size(); ++gi) {
         auto p = walk_by_kind(sig, graph_sig[gi]);
-        if (p.size() > best) best = p.size(), chosen = static_cast<int32_t>(gi), pairs = std::move(p);
+        if (p.size() > best)
+          best = p.size(), chosen = static_cast<int32_t>(gi), pairs = std::move(p);
       }
       if (best * 2 < rows.size()) chosen = -1, pairs.clear();
     }
@@ -348,7 +360,8 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
     if (chosen < 0) {
       s.method = "none";
       s.reason = g.captured_graphs.empty()
-                     ? "no captured launches: the capture trace holds no launch calls whose work did not run"
+                     ? "no captured launches: the capture trace holds no launch calls whose work "
+                       "did not run"
                      : "no captured graph has this replay's sequence of kernels/memsets/copies";
       continue;
     }
@@ -364,8 +377,9 @@ GraphAlignment align_graph_capture(const trace::Trace& replay, const trace::Trac
     s.attributed += matched;
     g.attributed += matched;
     if (matched < rows.size()) {
-      s.reason = fmt::format("the replay runs {} GPU events, the captured graph launched {}; {} left",
-                             rows.size(), cg.count, rows.size() - matched);
+      s.reason =
+          fmt::format("the replay runs {} GPU events, the captured graph launched {}; {} left",
+                      rows.size(), cg.count, rows.size() - matched);
     }
   }
   for (auto& [gi, s] : summary) {

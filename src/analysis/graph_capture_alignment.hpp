@@ -37,8 +37,8 @@ struct CapturedLaunch {
   uint32_t row = 0;      // the launch API row in that trace
   int32_t op = -1;       // the cpu_op around it there, -1 if none
   WorkKind kind = WorkKind::kKernel;
-  bool named = false;    // the call names its kernel (args.kernel)
-  int32_t graph = -1;    // index into GraphAlignment::captured_graphs; -1 for named launches
+  bool named = false;  // the call names its kernel (args.kernel)
+  int32_t graph = -1;  // index into GraphAlignment::captured_graphs; -1 for named launches
 };
 
 // One graph as captured: a contiguous run of GraphAlignment::launches.

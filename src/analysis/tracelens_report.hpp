@@ -86,7 +86,8 @@ struct TraceLensGraphAttribution {
   size_t attributed_to_op = 0;
   double coverage_pct = 0;
   size_t captured_graphs = 0;  // capture windows of unnamed (CUDA) launches
-  std::vector<GraphReplaySummary> graphs;  // per captured graph: method, counts, why anything was left
+  std::vector<GraphReplaySummary>
+      graphs;  // per captured graph: method, counts, why anything was left
 };
 
 // The collective report's outcome.

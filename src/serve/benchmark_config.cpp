@@ -56,7 +56,8 @@ int64_t to_int(const std::string& s, const char* what) {
 }
 
 // A YAML list of strings, or one comma-separated string.
-std::vector<std::string> string_list(const YAML::Node& n, const char* key, const std::string& origin) {
+std::vector<std::string> string_list(const YAML::Node& n, const char* key,
+                                     const std::string& origin) {
   std::vector<std::string> out;
   if (!n[key] || n[key].IsNull()) return out;
   if (n[key].IsSequence()) return get<std::vector<std::string>>(n, key, {}, origin);
@@ -75,8 +76,10 @@ TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& origin
   s.analysis_mode = get<std::string>(t, "analysis_mode", s.analysis_mode, origin);
   if (s.analysis_mode == "classic") s.analysis_mode = "pytorch";
   if (s.analysis_mode != "inference" && s.analysis_mode != "pytorch")
-    throw bad(origin, fmt::format("profiler.tracelens.analysis_mode '{}': use inference or pytorch (classic)",
-                                  s.analysis_mode));
+    throw bad(
+        origin,
+        fmt::format("profiler.tracelens.analysis_mode '{}': use inference or pytorch (classic)",
+                    s.analysis_mode));
   for (const auto& name : string_list(t, "analysis_stages", origin)) {
     if (name == "all") {
       s.analysis_stages.clear();
@@ -84,11 +87,13 @@ TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& origin
     }
     auto stage = analysis::parse_stage(name);
     if (!stage)
-      throw bad(origin, fmt::format("profiler.tracelens.analysis_stages: unknown stage '{}' (use all, "
-                                    "prefilldecode, decode, prefill or pd, mixed, prefill_decode, "
-                                    "decode_only, prefill_only)",
-                                    name));
-    if (std::find(s.analysis_stages.begin(), s.analysis_stages.end(), *stage) == s.analysis_stages.end())
+      throw bad(origin,
+                fmt::format("profiler.tracelens.analysis_stages: unknown stage '{}' (use all, "
+                            "prefilldecode, decode, prefill or pd, mixed, prefill_decode, "
+                            "decode_only, prefill_only)",
+                            name));
+    if (std::find(s.analysis_stages.begin(), s.analysis_stages.end(), *stage) ==
+        s.analysis_stages.end())
       s.analysis_stages.push_back(*stage);
   }
   s.num_steps = get<int64_t>(t, "num_steps", s.num_steps, origin);

@@ -53,7 +53,8 @@ void scan_files(const std::vector<detail::SourceFile>& files, std::atomic<size_t
       }
     }
     if (!sites.empty()) {
-      result.hashes.emplace_back(static_cast<uint32_t>(i), std::hash<std::string_view>{}(buffer.view()));
+      result.hashes.emplace_back(static_cast<uint32_t>(i),
+                                 std::hash<std::string_view>{}(buffer.view()));
     }
     for (detail::Site& s : sites) result.sites.emplace_back(static_cast<uint32_t>(i), std::move(s));
     ++result.files_scanned;

@@ -27,7 +27,8 @@ std::vector<KindSet> definition_tiers(KernelFamily family) {
       return {KindSet{SiteKind::kTritonJit}, KindSet{SiteKind::kTritonInOutputCode},
               KindSet{SiteKind::kPythonDef}};
     case KernelFamily::kUnknown:
-      return {KindSet{SiteKind::kGlobal, SiteKind::kTritonJit}, KindSet{SiteKind::kTritonInOutputCode},
+      return {KindSet{SiteKind::kGlobal, SiteKind::kTritonJit},
+              KindSet{SiteKind::kTritonInOutputCode},
               KindSet{SiteKind::kPythonDef, SiteKind::kTemplate}};
     default:
       return {KindSet{SiteKind::kGlobal}, KindSet{SiteKind::kTemplate}};
@@ -250,13 +251,15 @@ SourceMatch SourceIndex::find(const KernelName& kernel) const {
     if (defs.empty()) continue;
     // Inductor caches can hold one kernel file twice; C++ copies (vendored
     // trees) stay separate definitions.
-    const bool triton = kernel.family == KernelFamily::kTriton || kernel.family == KernelFamily::kInductor;
+    const bool triton =
+        kernel.family == KernelFamily::kTriton || kernel.family == KernelFamily::kInductor;
     const size_t copies = triton ? drop_identical_files(impl, defs) : 0;
     fill_candidates(impl, std::move(defs), match);
     const std::string kind = match.candidates.front().kind;
     const bool own_file = !contains(tier, SiteKind::kTritonInOutputCode);
     if (own_file && is_triton_like(kernel.family)) {
-      std::vector<Candidate> callers = sites_named(impl, symbol, KindSet{SiteKind::kTritonInOutputCode});
+      std::vector<Candidate> callers =
+          sites_named(impl, symbol, KindSet{SiteKind::kTritonInOutputCode});
       std::sort(callers.begin(), callers.end(), [&](const Candidate& a, const Candidate& b) {
         return impl.files[a.site->file] < impl.files[b.site->file];
       });

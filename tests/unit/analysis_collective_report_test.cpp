@@ -3,17 +3,17 @@
 // cross-rank matching (slowest rank, wait, skew). Real traces: HTA's two-rank
 // sample (tests/data) and its NCCL collectives trace (../shared/traces);
 // expected numbers are worked out by hand from the events quoted in comments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "analysis/collective_report.hpp"
 #include "core/file_io.hpp"
 #include "trace/kineto_reader.hpp"
-#include "trace/trace_loader.hpp"
 #include "trace/trace_links.hpp"
+#include "trace/trace_loader.hpp"
 
 namespace magpie::analysis {
 namespace {
@@ -55,10 +55,12 @@ TEST(CollectiveFormulas, KindsFromArgsOpsAndKernelNames) {
   EXPECT_EQ(collective_kind_from_name("_reduce_scatter_base"), CollectiveKind::kReduceScatter);
   EXPECT_EQ(collective_kind_from_name("c10d::alltoall_base_"), CollectiveKind::kAllToAll);
   EXPECT_EQ(collective_kind_from_name("send"), CollectiveKind::kSendRecv);
-  EXPECT_EQ(collective_kind_from_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"), CollectiveKind::kSendRecv);
+  EXPECT_EQ(collective_kind_from_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
+            CollectiveKind::kSendRecv);
   EXPECT_EQ(collective_kind_from_name("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"),
             CollectiveKind::kReduceScatter);
-  EXPECT_EQ(collective_kind_from_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t"), CollectiveKind::kBroadcast);
+  EXPECT_EQ(collective_kind_from_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t"),
+            CollectiveKind::kBroadcast);
   EXPECT_EQ(collective_kind_from_name("record_param_comms"), std::nullopt);
   EXPECT_EQ(dtype_bytes("Float"), 4);
   EXPECT_EQ(dtype_bytes("BFloat16"), 2);

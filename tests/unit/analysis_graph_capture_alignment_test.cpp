@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "analysis/graph_capture_alignment.hpp"
@@ -108,15 +107,21 @@ TEST(GraphCaptureAlignment, UnnamedCudaLaunchesAlignByCaptureWindowAndOrder) {
   const auto& ct = caps[0].trace;
   auto op_name = [&](uint32_t row) {
     const int32_t li = g.launch_of_row[row];
-    return li < 0 ? std::string("-") : std::string(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(li)].op)));
+    return li < 0
+               ? std::string("-")
+               : std::string(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(li)].op)));
   };
   EXPECT_EQ(op_name(1), "aten::mm");
-  EXPECT_EQ(ct.events.ts_ns[static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[1])].op)], 22000);
+  EXPECT_EQ(
+      ct.events.ts_ns[static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[1])].op)],
+      22000);
   EXPECT_EQ(op_name(2), "aten::add");
   EXPECT_EQ(op_name(3), "aten::zero_");
   EXPECT_EQ(op_name(5), "aten::mm");
   EXPECT_EQ(op_name(9), "aten::add");
-  EXPECT_EQ(ct.events.ts_ns[static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[9])].op)], 62000);
+  EXPECT_EQ(
+      ct.events.ts_ns[static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[9])].op)],
+      62000);
   EXPECT_EQ(op_name(11), "-");
 
   // Per graph: how each was attributed and why anything was left.
@@ -205,8 +210,10 @@ TEST(GraphCaptureAlignment, GraphNodeIdsPairExactly) {
   GraphAlignment g = align_graph_capture(rep, links, caps);
   EXPECT_EQ(g.attributed, 2u);
   const auto& ct = caps[0].trace;
-  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[1])].op)), "aten::add");
-  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[2])].op)), "aten::mm");
+  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[1])].op)),
+            "aten::add");
+  EXPECT_EQ(ct.name(static_cast<size_t>(g.launches[static_cast<size_t>(g.launch_of_row[2])].op)),
+            "aten::mm");
   ASSERT_EQ(g.graphs.size(), 1u);
   EXPECT_EQ(g.graphs[0].method, "graph node ids");
 }

@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "analysis/tracelens_report.hpp"
@@ -23,11 +22,15 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kPublic = fs::path(MAGPIE_SOURCE_DIR) / "tests/data/public_traces";
-const fs::path kSglang = kPublic / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz";
+const fs::path kSglang =
+    kPublic / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz";
 
 BenchmarkConfig parse(const std::string& tracelens_body, const std::string& gap_body = "") {
-  std::string yaml = "benchmark:\n  framework: vllm\n  model: m\n  profiler:\n    torch_profiler: {enabled: true}\n"
-                     "    tracelens:\n      enabled: true\n" + tracelens_body;
+  std::string yaml =
+      "benchmark:\n  framework: vllm\n  model: m\n  profiler:\n    torch_profiler: {enabled: "
+      "true}\n"
+      "    tracelens:\n      enabled: true\n" +
+      tracelens_body;
   if (!gap_body.empty()) yaml += "  gap_analysis:\n" + gap_body;
   return parse_benchmark_yaml(yaml, "test.yaml");
 }
@@ -41,7 +44,8 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-analysis::TraceLensResult run(const BenchmarkConfig& c, const fs::path& trace, const fs::path& out) {
+analysis::TraceLensResult run(const BenchmarkConfig& c, const fs::path& trace,
+                              const fs::path& out) {
   analysis::TraceLensOptions o = tracelens_options(c.tracelens_settings);
   o.trace = trace;
   o.output_dir = out;
@@ -56,7 +60,8 @@ TEST(BenchmarkTraceLensKeys, EveryKeyIsParsedAndNoneIsReportedUnapplied) {
       "    find_kernel_sources: true\n    kernel_source_repos: [/a, /b]\n");
   const auto& t = c.tracelens_settings;
   EXPECT_EQ(t.analysis_mode, "pytorch");
-  EXPECT_EQ(t.analysis_stages, (std::vector{analysis::Stage::kPrefillDecode, analysis::Stage::kDecode}));
+  EXPECT_EQ(t.analysis_stages,
+            (std::vector{analysis::Stage::kPrefillDecode, analysis::Stage::kDecode}));
   EXPECT_EQ(t.num_steps, 8);
   EXPECT_EQ(t.export_format, "excel");
   EXPECT_EQ(t.gpu_arch_config, "/tmp/arch.json");
@@ -108,11 +113,13 @@ TEST(BenchmarkTraceLensKeys, StagesExportFormatAndPerfReportChangeTheFiles) {
   EXPECT_TRUE(fs::exists(out / "a/tracelens/decode_only/kernel_summary.csv"));
   EXPECT_FALSE(fs::exists(out / "a/tracelens/decode_only/perf_report.xlsx"));
   // perf_report_enabled false: the compact summary and the manifest only.
-  r = run(parse("      analysis_stages: decode\n      perf_report_enabled: false\n"), kSglang, out / "b");
+  r = run(parse("      analysis_stages: decode\n      perf_report_enabled: false\n"), kSglang,
+          out / "b");
   EXPECT_FALSE(fs::exists(out / "b/tracelens/decode_only"));
   EXPECT_TRUE(fs::exists(r.stage_results.at(0).simple_summary_file));
   if (report::xlsx_available()) {
-    r = run(parse("      analysis_stages: decode\n      export_format: excel\n"), kSglang, out / "c");
+    r = run(parse("      analysis_stages: decode\n      export_format: excel\n"), kSglang,
+            out / "c");
     EXPECT_TRUE(fs::exists(out / "c/tracelens/decode_only/perf_report.xlsx"));
     EXPECT_FALSE(fs::exists(out / "c/tracelens/decode_only/kernel_summary.csv"));
   }
@@ -129,7 +136,8 @@ TEST(BenchmarkTraceLensKeys, GpuArchConfigIsRead) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing.json"), std::string::npos) << e.what();
   }
-  std::ofstream(out / "arch.json") << R"({"name": "MyAccel", "mem_bw_tbps": 1, "matrix_tflops": {"bf16": 100}})";
+  std::ofstream(out / "arch.json")
+      << R"({"name": "MyAccel", "mem_bw_tbps": 1, "matrix_tflops": {"bf16": 100}})";
   BenchmarkConfig c = parse("      gpu_arch_config: " + (out / "arch.json").string() + "\n");
   analysis::TraceLensOptions o = tracelens_options(c.tracelens_settings);
   o.trace = kSglang;
@@ -140,14 +148,17 @@ TEST(BenchmarkTraceLensKeys, GpuArchConfigIsRead) {
 }
 
 TEST(BenchmarkTraceLensKeys, NumStepsLimitsThePickToTheLastIterations) {
-  const fs::path trace = fs::path(MAGPIE_SHARED_TRACES) / "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
-  if (!fs::exists(trace)) GTEST_SKIP() << trace << " is absent: no shared trace collection on this machine";
+  const fs::path trace =
+      fs::path(MAGPIE_SHARED_TRACES) / "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
+  if (!fs::exists(trace))
+    GTEST_SKIP() << trace << " is absent: no shared trace collection on this machine";
   const fs::path out = fresh_dir("steps");
   auto r = run(parse("      analysis_stages: decode\n      num_steps: 4\n"), trace, out);
   ASSERT_EQ(r.stage_results.size(), 1u);
   const auto& pick = r.stage_results[0].pick;
   EXPECT_EQ(pick.candidates, 4u);
-  EXPECT_NE(pick.selection_reason.find("the last 4 of"), std::string::npos) << pick.selection_reason;
+  EXPECT_NE(pick.selection_reason.find("the last 4 of"), std::string::npos)
+      << pick.selection_reason;
   auto all = run(parse("      analysis_stages: decode\n      num_steps: 0\n"), trace, out / "all");
   EXPECT_GT(all.stage_results.at(0).pick.candidates, 4u);
   fs::remove_all(out);
@@ -162,7 +173,8 @@ TEST(BenchmarkTraceLensKeys, ModeAndMultiRankReport) {
   ASSERT_TRUE(r.collective_report);  // on by default in pytorch mode
   EXPECT_EQ(r.collective_report->collective_kernels, 20u);
   EXPECT_TRUE(fs::exists(out / "a/tracelens/collective_report/collective_summary.csv"));
-  r = run(parse("      analysis_mode: pytorch\n      multi_rank_report_enabled: false\n"), ranks, out / "b");
+  r = run(parse("      analysis_mode: pytorch\n      multi_rank_report_enabled: false\n"), ranks,
+          out / "b");
   EXPECT_FALSE(r.collective_report);
   EXPECT_FALSE(fs::exists(out / "b/tracelens/collective_report"));
   const auto manifest = nlohmann::json::parse(read_text_file(r.manifest));
@@ -175,15 +187,18 @@ TEST(BenchmarkGapKeys, FindKernelSourcesAddsSourceColumns) {
   const fs::path traces = out / "traces";
   fs::create_directories(traces);
   fs::copy_file(kPublic / "hta__triton_example__triton_example.json.gz", traces / "t.json.gz");
-  const std::string repo = (fs::path(MAGPIE_SOURCE_DIR) / "tests/data/sources/fixture_repo").string();
-  BenchmarkConfig c = parse("", "    find_kernel_sources: true\n    kernel_source_repos: [" + repo + "]\n");
+  const std::string repo =
+      (fs::path(MAGPIE_SOURCE_DIR) / "tests/data/sources/fixture_repo").string();
+  BenchmarkConfig c =
+      parse("", "    find_kernel_sources: true\n    kernel_source_repos: [" + repo + "]\n");
   GapOutcome g = run_profile_gap_analysis(traces, out / "gap", c.gap);
   ASSERT_TRUE(g.errors.empty()) << g.errors.front();
   const std::string csv = read_text_file(out / "gap/gap_analysis.csv");
   EXPECT_NE(csv.find("source_file"), std::string::npos);
   BenchmarkConfig off = parse("", "    find_kernel_sources: false\n");
   run_profile_gap_analysis(traces, out / "gap_off", off.gap);
-  EXPECT_EQ(read_text_file(out / "gap_off/gap_analysis.csv").find("source_file"), std::string::npos);
+  EXPECT_EQ(read_text_file(out / "gap_off/gap_analysis.csv").find("source_file"),
+            std::string::npos);
   fs::remove_all(out);
 }
 

@@ -339,13 +339,14 @@ TEST_F(SourceColumnsIndexTest, OtherConfidencesMapToMagpieResolutions) {
   EXPECT_NE(missing[kError], "");
 }
 
-
 // An Inductor cache (TORCHINDUCTOR_CACHE_DIR) as torch.compile lays it out:
 // each kernel in its own cXXXX.py, and the compiled module (output code)
 // embedding every kernel's source as a string passed to async_compile.triton.
 std::string inductor_kernel_file(const std::string& name, const std::string& body) {
-  return "import triton\nimport triton.language as tl\nfrom torch._inductor.runtime import triton_heuristics\n\n"
-         "@triton_heuristics.pointwise(size_hints={'x': 1024}, filename=__file__)\n@triton.jit\ndef " +
+  return "import triton\nimport triton.language as tl\nfrom torch._inductor.runtime import "
+         "triton_heuristics\n\n"
+         "@triton_heuristics.pointwise(size_hints={'x': 1024}, "
+         "filename=__file__)\n@triton.jit\ndef " +
          name + "(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):\n    " + body + "\n";
 }
 
@@ -364,7 +365,8 @@ TEST(SourceIndexBuildTest, InductorCacheKernelFileWinsOverOutputCodeCopy) {
     output_code += std::string(k) + " = async_compile.triton('" + k + "', '''\n" +
                    inductor_kernel_file(k, "x = 1") + "''', device_str='cuda')\n\n";
   }
-  output_code += "def call(args):\n    triton_poi_fused_add_0.run(buf0, buf1, 1024, stream=stream0)\n";
+  output_code +=
+      "def call(args):\n    triton_poi_fused_add_0.run(buf0, buf1, 1024, stream=stream0)\n";
   cache.write("zz/czzoutputcode.py", output_code);
   const SourceIndex index = SourceIndex::build({cache.root()}, 2);
 

@@ -15,8 +15,8 @@ struct hs_scratch;
 namespace magpie::sources::detail {
 
 enum class SiteKind : uint8_t {
-  kGlobal,        // CUDA/HIP __global__ function definition
-  kTritonJit,     // def under @triton.jit / autotune / heuristics
+  kGlobal,     // CUDA/HIP __global__ function definition
+  kTritonJit,  // def under @triton.jit / autotune / heuristics
   // The same inside an Inductor output-code module (a file that calls
   // async_compile.triton('name', '''source''')): a copy of the kernel whose
   // own file is in the cache, and the module that launches it.
