@@ -152,13 +152,17 @@ void assign_gpu_rows(const Trace& t, const TraceLinks& links, std::vector<Iterat
   }
 }
 
-StagePick pick_for(Stage stage, const std::vector<Iteration>& its) {
+StagePick pick_for(Stage stage, const std::vector<Iteration>& its, size_t num_steps) {
   std::vector<size_t> cand;
   for (size_t i = 0; i < its.size(); ++i) {
     if (its[i].stage == stage && !its[i].gpu_rows.empty()) cand.push_back(i);
   }
   StagePick p;
   p.stage = stage;
+  const size_t found = cand.size();
+  if (num_steps > 0 && cand.size() > num_steps) {
+    cand.erase(cand.begin(), cand.end() - static_cast<std::ptrdiff_t>(num_steps));
+  }
   p.candidates = cand.size();
   if (cand.empty()) return p;
   double max_bs = 0;
@@ -167,6 +171,9 @@ StagePick pick_for(Stage stage, const std::vector<Iteration>& its) {
   std::string reason =
       fmt::format("largest batch size ({:g}) among {} {} iteration(s) with GPU work", max_bs,
                   p.candidates, to_string(stage));
+  if (found > p.candidates) {
+    reason += fmt::format(" (the last {} of {}: num_steps)", p.candidates, found);
+  }
   // Median GPU busy time: a typical iteration, not a warm-up or a straggler.
   std::stable_sort(cand.begin(), cand.end(),
                    [&](size_t a, size_t b) { return its[a].gpu_busy_us < its[b].gpu_busy_us; });
@@ -226,7 +233,7 @@ TokenGuess guess_stage_from_tokens(const Trace& t, int64_t start_ns, int64_t end
   return guess_from(t, embedding_rows(t), start_ns, end_ns);
 }
 
-StageSplit split_stages(const Trace& t, const TraceLinks& links) {
+StageSplit split_stages(const Trace& t, const TraceLinks& links, size_t num_steps) {
   StageSplit out;
   const auto& e = t.events;
   std::vector<Marker> markers = find_markers(t);
@@ -331,7 +338,7 @@ StageSplit split_stages(const Trace& t, const TraceLinks& links) {
         unknown));
   }
   for (Stage s : {Stage::kPrefillDecode, Stage::kDecode, Stage::kPrefill}) {
-    StagePick p = pick_for(s, its);
+    StagePick p = pick_for(s, its, num_steps);
     if (p.candidates > 0) out.picks.push_back(std::move(p));
   }
   out.iterations = std::move(its);

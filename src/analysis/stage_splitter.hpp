@@ -41,8 +41,11 @@ struct StageSplit {
 
 // Per stage: the iterations of the largest batch, then the median by GPU busy
 // time (TraceLens's steady-state pick, without its phase_avg_conc step: a
-// single trace has no per-iteration concurrency).
-StageSplit split_stages(const trace::Trace& trace, const trace::TraceLinks& links);
+// single trace has no per-iteration concurrency). `num_steps` > 0 keeps only
+// the last num_steps iterations of each stage as candidates (Magpie's
+// profiler.tracelens.num_steps: the steady state after warm-up).
+StageSplit split_stages(const trace::Trace& trace, const trace::TraceLinks& links,
+                        size_t num_steps = 0);
 
 // The stage and batch of one forward pass judged from its token-id input: the
 // first aten::embedding in [start, end) with ids [B, S] is a prefill when

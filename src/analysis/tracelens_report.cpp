@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/collective_report.hpp"
 #include "analysis/gpu_arch.hpp"
 #include "analysis/graph_capture_alignment.hpp"
 #include "analysis/roofline_table.hpp"
@@ -158,8 +159,9 @@ json pick_json(const TraceLensPhasePick& p) {
 // Writes one report's tables into `dir`; returns the files written.
 std::vector<std::string> write_tables(const StageTables& tables, const fs::path& dir,
                                       const TraceLensOptions& o, std::vector<std::string>& errors) {
-  fs::create_directories(dir);
   std::vector<std::string> files;
+  if (!o.perf_report) return files;
+  fs::create_directories(dir);
   if (o.write_csv) {
     for (const report::Table* t : tables.all()) {
       const fs::path p = dir / (t->name + ".csv");
@@ -183,6 +185,48 @@ struct Loaded {
   trace::Trace trace;
   trace::TraceLinks links;
 };
+
+// Writes tracelens/collective_report/ (CSV per sheet, and/or one workbook).
+void write_collective_report(CollectiveCollection collection, const fs::path& out_root,
+                             const TraceLensOptions& o, TraceLensResult& r) {
+  TraceLensCollectiveSummary s;
+  s.ranks = collection.ranks.size();
+  s.collective_kernels = collection.calls.size();
+  const CollectiveReport rep = make_collective_report(std::move(collection));
+  for (const auto& w : rep.warnings) r.warnings.push_back("collective report: " + w);
+  s.rows = rep.summary.size();
+  if (s.collective_kernels == 0) {
+    r.warnings.push_back(
+        "collective report: no NCCL/RCCL collective kernels in the trace(s); nothing written");
+    r.collective_report = std::move(s);
+    return;
+  }
+  const std::vector<report::Table> tables = collective_tables(rep);
+  const fs::path dir = out_root / "collective_report";
+  fs::create_directories(dir);
+  if (o.write_csv) {
+    for (const auto& t : tables) {
+      const fs::path p = dir / (t.name + ".csv");
+      write_file_atomic(p, report::to_csv(t));
+      s.files.push_back(p.string());
+    }
+  }
+  if (o.write_excel) {
+    const fs::path p = dir / "collective_report.xlsx";
+    std::vector<const report::Table*> sheets;
+    for (const auto& t : tables) sheets.push_back(&t);
+    try {
+      report::write_xlsx(p, sheets);
+      s.files.push_back(p.string());
+    } catch (const Error& e) {
+      r.errors.push_back(e.what());
+    }
+  }
+  r.output_files.insert(r.output_files.end(), s.files.begin(), s.files.end());
+  r.collective_report = std::move(s);
+}
+
+int rank_of(const trace::Trace& t, size_t index) { return t.rank >= 0 ? t.rank : static_cast<int>(index); }
 
 Loaded load(const fs::path& path, const TraceLensOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
@@ -224,10 +268,15 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
   // Graph-capture traces, when given.
   std::vector<CaptureTrace> captures;
   std::optional<GraphAlignment> alignment;
-  if (!o.capture_dir.empty()) {
+  // A trace that recorded the capture too (torch.cuda.graph under one profiler
+  // run) is its own capture trace.
+  const bool self_capture = o.capture_dir.empty() && main.links.summary.graph_kernels > 0 &&
+                            has_capture_window(main.trace);
+  if (!o.capture_dir.empty() || self_capture) {
     TraceLensGraphAttribution ga;
     ga.capture_dir = o.capture_dir;
-    for (const auto& f : capture_files(o.capture_dir)) {
+    // Tables are not copyable: the self-capture is read a second time.
+    for (const auto& f : self_capture ? std::vector<fs::path>{trace_path} : capture_files(o.capture_dir)) {
       try {
         Loaded c = load(f, o);
         captures.push_back({std::move(c.trace), std::move(c.links)});
@@ -249,6 +298,8 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     ga.graph_kernels = g.graph_kernels;
     ga.attributed_kernels = g.attributed;
     ga.attributed_to_op = g.attributed_to_op;
+    ga.captured_graphs = g.captured_graphs.size();
+    ga.graphs = g.graphs;
     ga.coverage_pct = g.graph_kernels ? 100.0 * static_cast<double>(g.attributed) /
                                             static_cast<double>(g.graph_kernels)
                                       : 0.0;
@@ -262,7 +313,7 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
   }
 
   const auto t_split = std::chrono::steady_clock::now();
-  StageSplit split = split_stages(main.trace, main.links);
+  StageSplit split = split_stages(main.trace, main.links, o.num_steps);
   for (const auto& w : split.warnings) r.warnings.push_back(w);
   r.split_method = split.method;
   for (const auto& it : split.iterations) ++r.iterations[std::string(to_string(it.stage))];
@@ -313,6 +364,25 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     r.output_files.insert(r.output_files.end(), sr.files.begin(), sr.files.end());
     r.stage_results.push_back(std::move(sr));
   }
+  if (o.collective_report.value_or(false)) {
+    // Every rank of the folder (the rank-0 trace is already loaded).
+    CollectiveCollection collection;
+    const std::vector<fs::path> files =
+        fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (files[i] == trace_path) {
+        collect_collectives(main.trace, main.links, rank_of(main.trace, i), collection);
+        continue;
+      }
+      try {
+        Loaded l = load(files[i], o);
+        collect_collectives(l.trace, l.links, rank_of(l.trace, i), collection);
+      } catch (const Error& e) {
+        r.warnings.push_back(fmt::format("collective report: rank trace skipped: {}", e.what()));
+      }
+    }
+    write_collective_report(std::move(collection), out_root, o, r);
+  }
   r.analyse_s = seconds_since(t_split);
   r.total_s = seconds_since(t_start);
   return r;
@@ -327,8 +397,12 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
   std::vector<fs::path> files =
       fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
   r.num_ranks = files.size();
+  const bool collectives = o.collective_report.value_or(true);
+  CollectiveCollection collection;
   for (size_t i = 0; i < files.size(); ++i) {
     Loaded l = load(files[i], o);
+    if (collectives) collect_collectives(l.trace, l.links, rank_of(l.trace, i), collection);
+    if (!o.perf_report) continue;
     input_warnings(l.trace, r.warnings);
     ArchChoice arch = choose_arch(o, l.trace);
     if (!arch.arch) r.warnings.push_back("unknown GPU (" + arch.reason + "): no roofline columns");
@@ -343,11 +417,12 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
     const StageAnalysis a =
         analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
     const StageTables tables = make_stage_tables(a);
-    const int rank = l.trace.rank >= 0 ? l.trace.rank : static_cast<int>(i);
+    const int rank = rank_of(l.trace, i);
     for (auto& f : write_tables(tables, out_root / fmt::format("rank{}", rank), o, r.errors)) {
       r.output_files.push_back(std::move(f));
     }
   }
+  if (collectives) write_collective_report(std::move(collection), out_root, o, r);
   r.total_s = seconds_since(t_start);
   return r;
 }
@@ -379,6 +454,13 @@ json tracelens_manifest_json(const TraceLensResult& r) {
             {"errors", r.errors},
             {"warnings", r.warnings},
             {"environment", gpu::environment_json(r.environment)}};
+  if (r.collective_report) {
+    const auto& c = *r.collective_report;
+    m["collective_report"] = {{"ranks", c.ranks},
+                              {"collective_kernels", c.collective_kernels},
+                              {"rows", c.rows},
+                              {"files", c.files}};
+  }
   if (r.mode == "pytorch") {
     m["num_ranks"] = r.num_ranks;
     m["export_format"] = r.export_format;
@@ -398,7 +480,23 @@ json tracelens_manifest_json(const TraceLensResult& r) {
                               {"graph_kernels", g.graph_kernels},
                               {"attributed_kernels", g.attributed_kernels},
                               {"attributed_to_op", g.attributed_to_op},
-                              {"coverage_pct", g.coverage_pct}};
+                              {"coverage_pct", g.coverage_pct},
+                              {"captured_graphs", g.captured_graphs},
+                              {"graphs", json::array()}};
+    // One entry per captured graph (and one for name-aligned replays); capped
+    // so a run with thousands of graphs keeps a readable manifest.
+    constexpr size_t kMaxGraphsListed = 64;
+    for (size_t i = 0; i < g.graphs.size() && i < kMaxGraphsListed; ++i) {
+      const auto& s = g.graphs[i];
+      m["graph_attribution"]["graphs"].push_back({{"captured_graph", s.graph},
+                                                  {"method", s.method},
+                                                  {"replays", s.replays},
+                                                  {"kernels", s.kernels},
+                                                  {"attributed", s.attributed},
+                                                  {"reason", s.reason}});
+    }
+    if (g.graphs.size() > kMaxGraphsListed)
+      m["graph_attribution"]["graphs_not_listed"] = g.graphs.size() - kMaxGraphsListed;
   }
   m["split_method"] = r.split_method;
   m["iterations"] = r.iterations;

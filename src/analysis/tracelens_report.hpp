@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/graph_capture_alignment.hpp"
 #include "analysis/step_annotation.hpp"
 #include "gpu/environment.hpp"
 #include "trace/kineto_reader.hpp"
@@ -30,6 +31,16 @@ struct TraceLensOptions {
   std::filesystem::path capture_dir;      // graph-capture traces (vLLM capture_traces/)
   std::optional<int64_t> isl, osl, conc;  // only name the compact CSV
   std::filesystem::path output_dir;       // reports go to output_dir/tracelens
+  // Per-stage (inference) or per-rank (pytorch) perf report tables; false
+  // writes only the compact summary, the collective report and the manifest.
+  bool perf_report = true;
+  // The multi-rank collective report (tracelens/collective_report/). Pytorch
+  // mode: over every rank trace; inference mode: over every trace in the folder.
+  // Unset: on in pytorch mode, off in inference mode (it loads every rank).
+  std::optional<bool> collective_report;
+  // Inference mode: at most this many iterations of each stage (the last
+  // ones, after warm-up) are candidates for its steady-state pick; 0 = all.
+  size_t num_steps = 0;
   trace::IngestOptions ingest;
   std::function<void(const std::string&)> progress;
 };
@@ -75,6 +86,17 @@ struct TraceLensGraphAttribution {
   size_t attributed_kernels = 0;
   size_t attributed_to_op = 0;
   double coverage_pct = 0;
+  size_t captured_graphs = 0;  // capture windows of unnamed (CUDA) launches
+  std::vector<GraphReplaySummary>
+      graphs;  // per captured graph: method, counts, why anything was left
+};
+
+// The collective report's outcome.
+struct TraceLensCollectiveSummary {
+  size_t ranks = 0;
+  size_t collective_kernels = 0;
+  size_t rows = 0;  // collective type × size rows across ranks
+  std::vector<std::string> files;
 };
 
 // What `magpie tracelens` found and wrote. Inference mode fills the stage
@@ -87,6 +109,7 @@ struct TraceLensResult {
   std::optional<std::string> gpu_arch_platform;
   std::string gpu_arch_reason;
   std::optional<TraceLensGraphAttribution> graph_attribution;
+  std::optional<TraceLensCollectiveSummary> collective_report;
   std::string split_method;
   std::map<std::string, int> iterations;  // stage name → iterations found
   std::vector<TraceLensStageResult> stage_results;

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -52,6 +53,60 @@ int64_t to_int(const std::string& s, const char* what) {
   if (!std::isfinite(v) || v != std::floor(v))
     throw Error(ErrorKind::kUsage, fmt::format("{}: '{}' is not an integer", what, s));
   return static_cast<int64_t>(v);
+}
+
+// A YAML list of strings, or one comma-separated string.
+std::vector<std::string> string_list(const YAML::Node& n, const char* key,
+                                     const std::string& origin) {
+  std::vector<std::string> out;
+  if (!n[key] || n[key].IsNull()) return out;
+  if (n[key].IsSequence()) return get<std::vector<std::string>>(n, key, {}, origin);
+  std::stringstream ss(get<std::string>(n, key, "", origin));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& origin) {
+  TraceLensSettings s;
+  s.analysis_mode = get<std::string>(t, "analysis_mode", s.analysis_mode, origin);
+  if (s.analysis_mode == "classic") s.analysis_mode = "pytorch";
+  if (s.analysis_mode != "inference" && s.analysis_mode != "pytorch")
+    throw bad(
+        origin,
+        fmt::format("profiler.tracelens.analysis_mode '{}': use inference or pytorch (classic)",
+                    s.analysis_mode));
+  for (const auto& name : string_list(t, "analysis_stages", origin)) {
+    if (name == "all") {
+      s.analysis_stages.clear();
+      break;
+    }
+    auto stage = analysis::parse_stage(name);
+    if (!stage)
+      throw bad(origin,
+                fmt::format("profiler.tracelens.analysis_stages: unknown stage '{}' (use all, "
+                            "prefilldecode, decode, prefill or pd, mixed, prefill_decode, "
+                            "decode_only, prefill_only)",
+                            name));
+    if (std::find(s.analysis_stages.begin(), s.analysis_stages.end(), *stage) ==
+        s.analysis_stages.end())
+      s.analysis_stages.push_back(*stage);
+  }
+  s.num_steps = get<int64_t>(t, "num_steps", s.num_steps, origin);
+  if (s.num_steps < 0) throw bad(origin, "profiler.tracelens.num_steps must not be negative");
+  s.export_format = get<std::string>(t, "export_format", s.export_format, origin);
+  if (s.export_format != "csv" && s.export_format != "excel" && s.export_format != "both")
+    throw bad(origin, fmt::format("profiler.tracelens.export_format '{}': use csv, excel or both",
+                                  s.export_format));
+  s.gpu_arch_config = get<std::string>(t, "gpu_arch_config", "", origin);
+  s.perf_report_enabled = get<bool>(t, "perf_report_enabled", true, origin);
+  if (t["multi_rank_report_enabled"] && !t["multi_rank_report_enabled"].IsNull())
+    s.multi_rank_report_enabled = get<bool>(t, "multi_rank_report_enabled", false, origin);
+  return s;
 }
 
 }  // namespace
@@ -198,6 +253,8 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     throw bad(origin, "benchmark.gpu_selection: expected a mapping (auto, min_free_memory_gb, count, candidates)");
   }
   if (auto g = b["gap_analysis"]; g && g.IsMap()) {
+    c.gap.find_kernel_sources = get<bool>(g, "find_kernel_sources", false, origin);
+    c.gap.kernel_source_repos = string_list(g, "kernel_source_repos", origin);
     c.gap.enabled = get<bool>(g, "enabled", c.gap.enabled, origin);
     c.gap.start_pct = get<double>(g, "trace_start_pct", 0, origin);
     c.gap.end_pct = get<double>(g, "trace_end_pct", 100, origin);
@@ -212,8 +269,10 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
       c.torch_profiler = get<bool>(t, "enabled", false, origin);
     if (auto t = p["system_profiler"]; t && t.IsMap())
       c.system_profiler = get<bool>(t, "enabled", false, origin);
-    if (auto t = p["tracelens"]; t && t.IsMap())
+    if (auto t = p["tracelens"]; t && t.IsMap()) {
       c.tracelens = get<bool>(t, "enabled", false, origin);
+      c.tracelens_settings = parse_tracelens(t, origin);
+    }
     if (auto t = p["gpu_monitor"]; t && t.IsMap()) {
       c.gpu_monitor.enabled = get<bool>(t, "enabled", false, origin);
       c.gpu_monitor.interval_s = get<double>(t, "interval_sec", c.gpu_monitor.interval_s, origin);

@@ -11,6 +11,7 @@
 
 #include "serve/gpu_monitor.hpp"
 #include "serve/gpu_selection.hpp"
+#include "analysis/step_annotation.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"
 
@@ -42,6 +43,19 @@ struct GapSettings {
   size_t top_k = 20;
   std::vector<std::string> categories{"kernel", "gpu"};
   std::vector<std::string> ignore_categories{"gpu_user_annotation", "user_annotation"};
+  bool find_kernel_sources = false;
+  std::vector<std::string> kernel_source_repos;  // a YAML list or a comma string
+};
+
+// profiler.tracelens (docs/MAGPIE_COMPATIBILITY.md §3); `enabled` is BenchmarkConfig::tracelens.
+struct TraceLensSettings {
+  std::string analysis_mode = "inference";  // inference | pytorch ("classic" is read as pytorch)
+  std::vector<analysis::Stage> analysis_stages;  // empty = all
+  int64_t num_steps = 32;                        // last N iterations per stage are pick candidates
+  std::string export_format = "csv";             // csv | excel | both
+  std::string gpu_arch_config;                   // GPU table file (--gpu-arch-file)
+  bool perf_report_enabled = true;
+  std::optional<bool> multi_rank_report_enabled;  // unset: on in pytorch mode only
 };
 
 // One workload of a sweep (Magpie's sweep_matrix case, or one value of a
@@ -81,6 +95,7 @@ struct BenchmarkConfig {
   bool torch_profiler = false;  // we default to a clean run (Magpie enables it)
   bool system_profiler = false;
   bool tracelens = false;
+  TraceLensSettings tracelens_settings;
   GapSettings gap;
   std::vector<std::map<std::string, std::string>> sweep_cases;
   std::string on_failure = "continue";

@@ -99,9 +99,21 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
       return out;
     }
   }
+  analysis::SourceSearchOptions sources;
+  sources.enabled = s.find_kernel_sources;
+  for (const auto& repo : s.kernel_source_repos) sources.repos.emplace_back(repo);
+  if (sources.enabled && sources.repos.empty()) {
+    out.notes.push_back("gap_analysis.find_kernel_sources needs gap_analysis.kernel_source_repos: no source search");
+    sources.enabled = false;
+  }
+  std::erase_if(sources.repos, [&](const fs::path& repo) {
+    if (fs::is_directory(repo)) return false;
+    out.notes.push_back("gap_analysis.kernel_source_repos: " + repo.string() + " is not a directory; skipped");
+    return true;
+  });
+  if (sources.repos.empty()) sources.enabled = false;
   GapAnalysisBlock block;
-  block.files =
-      analysis::write_gap_reports(result, output_dir, false, analysis::SourceSearchOptions{});
+  block.files = analysis::write_gap_reports(result, output_dir, false, sources);
   block.notes = out.notes;
   for (const auto& k :
        analysis::make_rows(result.merged, result.total_duration_us, result.config.top_k)) {
@@ -112,6 +124,19 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
   block.result = std::move(result);
   out.block = std::move(block);
   return out;
+}
+
+analysis::TraceLensOptions tracelens_options(const TraceLensSettings& s) {
+  analysis::TraceLensOptions o;
+  o.mode = s.analysis_mode;
+  o.stages = s.analysis_stages;
+  o.num_steps = static_cast<size_t>(s.num_steps);
+  o.write_csv = s.export_format != "excel";
+  o.write_excel = s.export_format != "csv";
+  o.gpu_arch_file = s.gpu_arch_config;
+  o.perf_report = s.perf_report_enabled;
+  o.collective_report = s.multi_rank_report_enabled;
+  return o;
 }
 
 }  // namespace magpie::serve

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "analysis/tracelens_report.hpp"
 #include "serve/benchmark_config.hpp"
 #include "serve/benchmark_report.hpp"
 #include "serve/endpoint.hpp"
@@ -33,5 +34,8 @@ struct GapOutcome {
 GapOutcome run_profile_gap_analysis(const std::filesystem::path& trace_dir,
                                     const std::filesystem::path& output_dir,
                                     const GapSettings& settings);
+
+// profiler.tracelens as the analysis options (trace and output dir left to the caller).
+analysis::TraceLensOptions tracelens_options(const TraceLensSettings& settings);
 
 }  // namespace magpie::serve

@@ -145,6 +145,10 @@ std::vector<std::string> magpie_source_columns(const KernelName& kernel, const S
     row[kSourceFile] = path_ref(match.candidates.front(), vars);
   }
   row[kNotes] = notes_for(match, vars);
+  // torch.compile: the compiled module that launches the kernel is its call site.
+  for (size_t i = 0; i < match.call_sites.size() && i < kCandidatesInNotes; ++i)
+    row[kNotes] += (i == 0 ? "; called from " : ", ") + path_ref(match.call_sites[i], vars) +
+                   " (Inductor output code)";
   row[kSourceResolution] = std::string(res);
   if (res == "unresolved") row[kSourceError] = match.note;
   return row;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -16,6 +17,7 @@ namespace {
 // What one worker thread found; merged once all threads are done.
 struct WorkerResult {
   std::vector<std::pair<uint32_t, detail::Site>> sites;  // (file, site)
+  std::vector<std::pair<uint32_t, uint64_t>> hashes;     // (file, hash of its bytes)
   size_t files_scanned = 0;
   size_t bytes_scanned = 0;
   size_t files_skipped = 0;
@@ -42,6 +44,18 @@ void scan_files(const std::vector<detail::SourceFile>& files, std::atomic<size_t
     }
     sites.clear();
     scanner.scan(buffer.view(), files[i].language, scratch, sites);
+    // Inductor's compiled module embeds every kernel's source as a string
+    // next to the kernel's own file in the cache (TORCHINDUCTOR_CACHE_DIR).
+    if (files[i].language == detail::SourceLanguage::kPython &&
+        buffer.view().find("async_compile.triton(") != std::string_view::npos) {
+      for (detail::Site& s : sites) {
+        if (s.kind == detail::SiteKind::kTritonJit) s.kind = detail::SiteKind::kTritonInOutputCode;
+      }
+    }
+    if (!sites.empty()) {
+      result.hashes.emplace_back(static_cast<uint32_t>(i),
+                                 std::hash<std::string_view>{}(buffer.view()));
+    }
     for (detail::Site& s : sites) result.sites.emplace_back(static_cast<uint32_t>(i), std::move(s));
     ++result.files_scanned;
     result.bytes_scanned += buffer.size();
@@ -70,7 +84,9 @@ SourceIndex SourceIndex::build(const std::vector<std::filesystem::path>& repos, 
   std::atomic<size_t> next{0};
   parallel_for(workers, workers, [&](size_t w) { scan_files(files, next, results[w]); });
 
+  impl->file_hash.assign(files.size(), 0);
   for (WorkerResult& r : results) {
+    for (auto [file, hash] : r.hashes) impl->file_hash[file] = hash;
     impl->files_scanned += r.files_scanned;
     impl->bytes_scanned += r.bytes_scanned;
     impl->files_skipped += r.files_skipped;

@@ -30,6 +30,9 @@ struct SourceMatch {
   std::vector<SourceLocation> candidates;
   size_t candidate_count = 0;  // before the cap
   std::string note;            // why, in words
+  // Inductor output-code modules that embed and launch the kernel found
+  // (torch.compile): where it is called from.
+  std::vector<SourceLocation> call_sites;
   static constexpr size_t kMaxCandidates = 20;
 };
 

@@ -16,16 +16,19 @@ using Impl = SourceIndex::Impl;
 using detail::SiteKind;
 using KindSet = std::vector<SiteKind>;
 
-// Definitions to trust first, then the weaker kind, per family: a C++ kernel
+// Definitions to trust first, then weaker kinds, per family: a C++ kernel
 // is a __global__ function (or, for CK/CUTLASS, a kernel class template); a
-// Triton kernel is a decorated def.
-std::array<KindSet, 2> definition_tiers(KernelFamily family) {
+// Triton kernel is a decorated def in its own file, then a copy embedded in
+// Inductor output code (a debug folder keeps only that), then any def.
+std::vector<KindSet> definition_tiers(KernelFamily family) {
   switch (family) {
     case KernelFamily::kTriton:
     case KernelFamily::kInductor:
-      return {KindSet{SiteKind::kTritonJit}, KindSet{SiteKind::kPythonDef}};
+      return {KindSet{SiteKind::kTritonJit}, KindSet{SiteKind::kTritonInOutputCode},
+              KindSet{SiteKind::kPythonDef}};
     case KernelFamily::kUnknown:
       return {KindSet{SiteKind::kGlobal, SiteKind::kTritonJit},
+              KindSet{SiteKind::kTritonInOutputCode},
               KindSet{SiteKind::kPythonDef, SiteKind::kTemplate}};
     default:
       return {KindSet{SiteKind::kGlobal}, KindSet{SiteKind::kTemplate}};
@@ -38,9 +41,10 @@ KindSet near_name_kinds(KernelFamily family) {
   switch (family) {
     case KernelFamily::kTriton:
     case KernelFamily::kInductor:
-      return {SiteKind::kTritonJit, SiteKind::kPythonDef};
+      return {SiteKind::kTritonJit, SiteKind::kTritonInOutputCode, SiteKind::kPythonDef};
     case KernelFamily::kUnknown:
-      return {SiteKind::kGlobal, SiteKind::kTritonJit, SiteKind::kPythonDef};
+      return {SiteKind::kGlobal, SiteKind::kTritonJit, SiteKind::kTritonInOutputCode,
+              SiteKind::kPythonDef};
     default:
       return {SiteKind::kGlobal};
   }
@@ -192,6 +196,25 @@ std::vector<Candidate> near_definitions(const Impl& impl, std::string_view symbo
 
 std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+// Byte-identical files (the same kernel file cached twice) are one definition.
+size_t drop_identical_files(const Impl& impl, std::vector<Candidate>& defs) {
+  const size_t before = defs.size();
+  std::vector<Candidate> kept;
+  for (const Candidate& c : defs) {
+    const uint64_t h = impl.file_hash[c.site->file];
+    const bool copy = std::any_of(kept.begin(), kept.end(), [&](const Candidate& k) {
+      return k.site->line == c.site->line && impl.file_hash[k.site->file] == h;
+    });
+    if (!copy) kept.push_back(c);
+  }
+  defs = std::move(kept);
+  return before - defs.size();
+}
+
+bool is_triton_like(KernelFamily f) {
+  return f == KernelFamily::kTriton || f == KernelFamily::kInductor || f == KernelFamily::kUnknown;
+}
+
 }  // namespace
 
 std::string_view to_string(Confidence confidence) {
@@ -226,11 +249,30 @@ SourceMatch SourceIndex::find(const KernelName& kernel) const {
   for (const KindSet& tier : tiers) {
     std::vector<Candidate> defs = sites_named(impl, symbol, tier);
     if (defs.empty()) continue;
+    // Inductor caches can hold one kernel file twice; C++ copies (vendored
+    // trees) stay separate definitions.
+    const bool triton =
+        kernel.family == KernelFamily::kTriton || kernel.family == KernelFamily::kInductor;
+    const size_t copies = triton ? drop_identical_files(impl, defs) : 0;
     fill_candidates(impl, std::move(defs), match);
     const std::string kind = match.candidates.front().kind;
+    const bool own_file = !contains(tier, SiteKind::kTritonInOutputCode);
+    if (own_file && is_triton_like(kernel.family)) {
+      std::vector<Candidate> callers =
+          sites_named(impl, symbol, KindSet{SiteKind::kTritonInOutputCode});
+      std::sort(callers.begin(), callers.end(), [&](const Candidate& a, const Candidate& b) {
+        return impl.files[a.site->file] < impl.files[b.site->file];
+      });
+      for (const Candidate& c : callers) match.call_sites.push_back(to_location(impl, *c.site));
+    }
     if (match.candidate_count == 1) {
       match.confidence = Confidence::kExact;
       match.note = "one " + kind + " definition of " + in_quotes(symbol);
+      if (copies > 0) match.note += " (+" + std::to_string(copies) + " identical file(s))";
+      if (!match.call_sites.empty()) {
+        match.note += "; embedded and launched by " + std::to_string(match.call_sites.size()) +
+                      " Inductor output-code module(s)";
+      }
     } else {
       match.confidence = Confidence::kAmbiguous;
       match.note = std::to_string(match.candidate_count) + " definitions of " + in_quotes(symbol) +

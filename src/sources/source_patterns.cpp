@@ -224,6 +224,8 @@ std::string_view to_string(SiteKind kind) {
       return "__global__";
     case SiteKind::kTritonJit:
       return "triton.jit";
+    case SiteKind::kTritonInOutputCode:
+      return "triton.jit (output code)";
     case SiteKind::kPythonDef:
       return "def";
     case SiteKind::kTemplate:

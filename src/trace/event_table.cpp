@@ -1,5 +1,7 @@
 #include "trace/event_table.hpp"
 
+#include <algorithm>
+
 #include <utility>
 
 namespace magpie::trace {
@@ -83,6 +85,12 @@ void append_column(std::vector<T>& to, const std::vector<T>& from) {
 }
 }  // namespace
 
+const CollectiveArgs* EventTable::collective_of(uint32_t row) const {
+  auto it = std::lower_bound(collectives.begin(), collectives.end(), row,
+                             [](const CollectiveArgs& c, uint32_t r) { return c.row < r; });
+  return it != collectives.end() && it->row == row ? &*it : nullptr;
+}
+
 void EventTable::append(const EventTable& other, const std::vector<StringId>& remap) {
   const size_t kernel_base = kernel_details.size();
   const size_t op_base = op_details.size();
@@ -112,6 +120,14 @@ void EventTable::append(const EventTable& other, const std::vector<StringId>& re
     k.kernel = remap[k.kernel];
     k.collective = remap[k.collective];
     kernel_details.push_back(k);
+  }
+  const auto row_base = static_cast<uint32_t>(ts_ns.size() - other.size());
+  for (CollectiveArgs c : other.collectives) {
+    c.row += row_base;
+    c.name = remap[c.name];
+    c.dtype = remap[c.dtype];
+    c.group = remap[c.group];
+    collectives.push_back(c);
   }
   for (OpDetail o : other.op_details) {
     o.input_dims = remap[o.input_dims];

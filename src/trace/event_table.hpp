@@ -44,10 +44,11 @@ inline bool is_launch_api(Category c) {
   return c == Category::kCudaRuntime || c == Category::kCudaDriver;
 }
 
-enum class Phase : uint8_t { kComplete, kInstant, kCounter, kFlowStart, kFlowStep, kFlowEnd, kOther };
-
 inline constexpr int64_t kNoValue = -1;
 inline constexpr uint32_t kNoDetail = UINT32_MAX;
+
+enum class Phase : uint8_t { kComplete, kInstant, kCounter, kFlowStart, kFlowStep, kFlowEnd, kOther };
+
 
 // Launch geometry and resources of GPU work; also used by launch API events
 // (HIP's runtime events carry the kernel name, grid and block).
@@ -58,6 +59,9 @@ struct KernelDetail {
   int32_t shared_memory = -1;
   StringId kernel = kEmptyString;      // args.kernel on launch events
   StringId collective = kEmptyString;  // NCCL "Collective name"
+  // CUDA graph node of a replayed kernel or of a launch recorded during
+  // capture, where Kineto writes it ("graph node id"); -1 when absent.
+  int64_t graph_node_id = -1;
 };
 
 // Shapes and types recorded for cpu_op events (record_shapes=True). Raw JSON
@@ -67,6 +71,19 @@ struct OpDetail {
   StringId input_type = kEmptyString;
   StringId concrete_inputs = kEmptyString;
   StringId input_strides = kEmptyString;  // "Input Strides" (magpie replay rebuilds layouts)
+};
+
+// A collective's arguments as PyTorch records them on NCCL/RCCL kernels and on
+// record_param_comms cpu_ops (Kineto ≥ 2.1). Sparse: only events that carry
+// them have an entry, so the common row pays nothing.
+struct CollectiveArgs {
+  uint32_t row = 0;                   // the event's row in the table
+  StringId name = kEmptyString;       // "Collective name": allreduce, _allgather_base, send, ...
+  StringId dtype = kEmptyString;      // "dtype": Float, BFloat16, ...
+  StringId group = kEmptyString;      // "Process Group Name"
+  int64_t in_nelems = kNoValue;       // "In msg nelems"
+  int64_t out_nelems = kNoValue;      // "Out msg nelems"
+  int32_t group_size = -1;            // "Group size"
 };
 
 struct EventTable {
@@ -89,6 +106,10 @@ struct EventTable {
 
   std::vector<KernelDetail> kernel_details;
   std::vector<OpDetail> op_details;
+  std::vector<CollectiveArgs> collectives;  // ascending by row
+
+  // The collective arguments of `row`, or null.
+  const CollectiveArgs* collective_of(uint32_t row) const;
 
   size_t size() const { return ts_ns.size(); }
   int64_t end_ns(size_t row) const { return ts_ns[row] + dur_ns[row]; }

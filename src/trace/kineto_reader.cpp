@@ -133,7 +133,10 @@ struct RawEvent {
   int64_t correlation = kNoValue, external_id = kNoValue, device = kNoValue, stream = kNoValue;
   KernelDetail kernel;
   std::string_view kernel_name, collective, input_dims, input_type, concrete_inputs, input_strides, meta_name;
+  std::string_view coll_dtype, coll_group;
+  int64_t in_nelems = kNoValue, out_nelems = kNoValue, group_size = kNoValue;
   bool has_kernel_detail = false;
+  bool has_collective = false;
 };
 
 
@@ -194,7 +197,23 @@ simdjson::error_code read_args(od::object args, RawEvent& ev) {
     } else if (key == "kernel") {
       if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
     } else if (key == "Collective name") {
-      if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = true;
+      if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = ev.has_collective = true;
+    } else if (key == "graph node id" || key == "Graph node id" || key == "graph_node_id") {
+      ev.kernel.graph_node_id = value_to_int(v);
+      ev.has_kernel_detail = ev.kernel.graph_node_id >= 0 || ev.has_kernel_detail;
+    } else if (key == "In msg nelems") {
+      ev.in_nelems = value_to_int(v);
+      ev.has_collective = true;
+    } else if (key == "Out msg nelems") {
+      ev.out_nelems = value_to_int(v);
+      ev.has_collective = true;
+    } else if (key == "Group size") {
+      ev.group_size = value_to_int(v);
+      ev.has_collective = true;
+    } else if (key == "dtype") {
+      if (v.get_string().get(ev.coll_dtype)) ev.coll_dtype = {};
+    } else if (key == "Process Group Name") {
+      if (v.get_string().get(ev.coll_group)) ev.coll_group = {};
     } else if (key == "name") {
       if (v.get_string().get(ev.meta_name)) ev.meta_name = {};
     }
@@ -321,6 +340,17 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
   int64_t dur = 0;
   if (!ev.dur_tok.empty() && !parse_us_to_ns(ev.dur_tok, dur)) dur = 0;
   Category cat = category_from_string(ev.cat);
+  if (ev.has_collective) {
+    CollectiveArgs c;
+    c.row = static_cast<uint32_t>(t.ts_ns.size());
+    c.name = out.strings.intern(ev.collective);
+    c.dtype = out.strings.intern(ev.coll_dtype);
+    c.group = out.strings.intern(ev.coll_group);
+    c.in_nelems = ev.in_nelems;
+    c.out_nelems = ev.out_nelems;
+    c.group_size = ev.group_size >= 0 && ev.group_size <= INT32_MAX ? static_cast<int32_t>(ev.group_size) : -1;
+    t.collectives.push_back(c);
+  }
   t.ts_ns.push_back(ts);
   t.dur_ns.push_back(dur < 0 ? 0 : dur);
   t.name.push_back(out.strings.intern(ev.name));

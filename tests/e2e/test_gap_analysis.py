@@ -535,3 +535,35 @@ def test_one_broken_rank_is_skipped(magpie, tmp_path):
     assert "a-rank-1.pt.trace.json.gz" in text, skipped
     assert "truncated" in text.lower(), f"skip reason does not say why: {skipped}"
     assert "a-rank-1.pt.trace.json.gz" in run.proc.stdout + run.proc.stderr, f"no warning printed\n{run.describe()}"
+
+
+H200_GRAPHS = Path(__file__).resolve().parents[1] / "data" / "h200_graphs"
+
+
+@pytest.mark.skipif(not (H200_GRAPHS / "inductor_cache").is_dir(),
+                    reason=f"no recorded torch.compile run in {H200_GRAPHS}")
+def test_torch_compile_kernels_resolve_to_their_inductor_cache_file(magpie, tmp_path):
+    """Every triton_* kernel of a torch.compile trace maps `exact` to its own kernel file in the
+    Inductor cache, with the compiled module named as the call site."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    shutil.copy(H200_GRAPHS / "compile_reduce_overhead.json.gz", traces)
+    cache = H200_GRAPHS / "inductor_cache"
+    proc = subprocess.run([str(magpie), "benchmark", "--trace-dir", str(traces), "-o", str(tmp_path),
+                           "--top-k", "1000", "--find-kernel-sources", "--kernel-source-repos", str(cache)],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "gap_analysis" / "gap_analysis.csv").read_text()
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    triton = [r for r in rows if r["Name"].startswith("triton_")]
+    with gzip.open(H200_GRAPHS / "compile_reduce_overhead.json.gz", "rt") as f:
+        names = {e["name"] for e in json.load(f)["traceEvents"]
+                 if e.get("cat") == "kernel" and e["name"].startswith("triton_")}
+    assert names and {r["Name"] for r in triton} == names
+    for r in triton:
+        assert r["notes"].startswith("exact:"), r["notes"]
+        assert r["source_resolution"] == "resolved"
+        path = r["source_file"].split("/", 1)[1].rsplit(":", 1)[0]
+        defined = (cache / path).read_text()
+        assert f"def {r['Name']}(" in defined and "async_compile.triton(" not in defined
+        assert "(Inductor output code)" in r["notes"], r["notes"]

@@ -126,7 +126,8 @@ TEST_F(SourceIndexTest, InductorKernelsExactAndRenumbered) {
   ASSERT_EQ(exact.confidence, Confidence::kExact) << exact.note;
   EXPECT_EQ(exact.candidates[0].file, "generated/inductor_output_code.py");
   EXPECT_EQ(exact.candidates[0].line, 12);
-  EXPECT_EQ(exact.candidates[0].kind, "triton.jit");
+  // The only copy is the one embedded in output code (a debug folder's shape).
+  EXPECT_EQ(exact.candidates[0].kind, "triton.jit (output code)");
   const SourceMatch renumbered = find("triton_poi_fused_add_mul_3");
   ASSERT_EQ(renumbered.confidence, Confidence::kPartial) << renumbered.note;
   EXPECT_EQ(renumbered.candidates[0].line, 12);
@@ -336,6 +337,62 @@ TEST_F(SourceColumnsIndexTest, OtherConfidencesMapToMagpieResolutions) {
   const auto missing = columns("void vllm::rotary_embedding_kernel<float, true>(float*)");
   EXPECT_EQ(missing[kResolution], "unresolved");
   EXPECT_NE(missing[kError], "");
+}
+
+// An Inductor cache (TORCHINDUCTOR_CACHE_DIR) as torch.compile lays it out:
+// each kernel in its own cXXXX.py, and the compiled module (output code)
+// embedding every kernel's source as a string passed to async_compile.triton.
+std::string inductor_kernel_file(const std::string& name, const std::string& body) {
+  return "import triton\nimport triton.language as tl\nfrom torch._inductor.runtime import "
+         "triton_heuristics\n\n"
+         "@triton_heuristics.pointwise(size_hints={'x': 1024}, "
+         "filename=__file__)\n@triton.jit\ndef " +
+         name + "(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):\n    " + body + "\n";
+}
+
+TEST(SourceIndexBuildTest, InductorCacheKernelFileWinsOverOutputCodeCopy) {
+  TempRepo cache("inductor");
+  cache.write("ab/cabqx2kernel.py", inductor_kernel_file("triton_poi_fused_add_0", "x = 1"));
+  // The same kernel file cached twice, byte for byte: one definition.
+  cache.write("cd/ccdmean01.py", inductor_kernel_file("triton_per_fused_mean_2", "m = 2"));
+  cache.write("ef/cefmean02.py", inductor_kernel_file("triton_per_fused_mean_2", "m = 2"));
+  // Two graphs that both named a different kernel triton_red_fused_sum_1: a real conflict.
+  cache.write("gh/cghsum1.py", inductor_kernel_file("triton_red_fused_sum_1", "s = 1"));
+  cache.write("ij/cijsum2.py", inductor_kernel_file("triton_red_fused_sum_1", "s = 2"));
+  std::string output_code =
+      "from torch._inductor.async_compile import AsyncCompile\nasync_compile = AsyncCompile()\n\n";
+  for (const char* k : {"triton_poi_fused_add_0", "triton_per_fused_mean_2"}) {
+    output_code += std::string(k) + " = async_compile.triton('" + k + "', '''\n" +
+                   inductor_kernel_file(k, "x = 1") + "''', device_str='cuda')\n\n";
+  }
+  output_code +=
+      "def call(args):\n    triton_poi_fused_add_0.run(buf0, buf1, 1024, stream=stream0)\n";
+  cache.write("zz/czzoutputcode.py", output_code);
+  const SourceIndex index = SourceIndex::build({cache.root()}, 2);
+
+  const SourceMatch add = index.find(parse_kernel_name("triton_poi_fused_add_0"));
+  ASSERT_EQ(add.confidence, Confidence::kExact) << add.note;
+  EXPECT_EQ(add.candidates.at(0).file, "ab/cabqx2kernel.py");
+  EXPECT_EQ(add.candidates[0].kind, "triton.jit");
+  ASSERT_EQ(add.call_sites.size(), 1u);
+  EXPECT_EQ(add.call_sites[0].file, "zz/czzoutputcode.py");
+  EXPECT_EQ(add.call_sites[0].kind, "triton.jit (output code)");
+
+  const SourceMatch mean = index.find(parse_kernel_name("triton_per_fused_mean_2"));
+  ASSERT_EQ(mean.confidence, Confidence::kExact) << mean.note;
+  EXPECT_NE(mean.note.find("+1 identical file"), std::string::npos) << mean.note;
+
+  const SourceMatch sum = index.find(parse_kernel_name("triton_red_fused_sum_1"));
+  EXPECT_EQ(sum.confidence, Confidence::kAmbiguous) << sum.note;
+  EXPECT_EQ(sum.candidate_count, 2u);
+
+  // Magpie's columns: the kernel file is the source, the compiled module the caller.
+  const RepoVars vars = make_repo_vars({cache.root()});
+  const auto row = magpie_source_columns(parse_kernel_name("triton_poi_fused_add_0"), add, vars);
+  EXPECT_NE(row[3].find("ab/cabqx2kernel.py:7"), std::string::npos) << row[3];
+  EXPECT_NE(row[12].find("called from"), std::string::npos) << row[12];
+  EXPECT_NE(row[12].find("zz/czzoutputcode.py"), std::string::npos) << row[12];
+  EXPECT_EQ(row[13], "resolved");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct SourceIndex::Impl {
 
   std::vector<std::string> repos;                       // normalised roots
   std::vector<std::pair<uint32_t, std::string>> files;  // (repo, relative path)
+  std::vector<uint64_t> file_hash;  // of each file's bytes: identical copies count once
   std::unordered_map<std::string, std::vector<Site>, NameHash, std::equal_to<>> by_name;
   // Every identifier with a definition, sorted, each followed by '\n': one
   // memmem per lookup finds the names that contain a symbol.

@@ -15,14 +15,18 @@ struct hs_scratch;
 namespace magpie::sources::detail {
 
 enum class SiteKind : uint8_t {
-  kGlobal,        // CUDA/HIP __global__ function definition
-  kTritonJit,     // def under @triton.jit / autotune / heuristics
+  kGlobal,     // CUDA/HIP __global__ function definition
+  kTritonJit,  // def under @triton.jit / autotune / heuristics
+  // The same inside an Inductor output-code module (a file that calls
+  // async_compile.triton('name', '''source''')): a copy of the kernel whose
+  // own file is in the cache, and the module that launches it.
+  kTritonInOutputCode,
   kPythonDef,     // any other Python def
   kTemplate,      // template <...> struct/class NAME (CK/CUTLASS kernel types)
   kLaunch,        // NAME<<<...>>> or hipLaunchKernelGGL(NAME, ...)
   kRegistration,  // m.def("NAME"...), ops.impl("NAME"...), REGISTER_DISPATCH(..., &NAME)
 };
-// "__global__", "triton.jit", "def", "template", "launch_registration".
+// "__global__", "triton.jit", "triton.jit (output code)", "def", "template", "launch_registration".
 std::string_view to_string(SiteKind kind);
 bool is_definition(SiteKind kind);
 
