@@ -427,7 +427,7 @@ class CaseRunner {
     if (!profiled_) {
       block.errors.push_back("tracelens needs profiler.torch_profiler.enabled");
     } else {
-      analysis::TraceLensOptions tl = tracelens_options(c.tracelens_settings);
+      analysis::TraceLensOptions tl = tracelens_options(c_.tracelens_settings);
       tl.trace = trace_dir();
       tl.output_dir = report_.workspace_dir;
       if (fs::is_directory(trace_dir() / "capture_traces"))
