@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -275,6 +276,9 @@ TEST(StoreResultsStore, ConcurrentProcessesNeverLoseOrCorrupt) {
               db.begin({.kind = RunKind::kBenchmark, .command_line = "p" + std::to_string(p)});
           db.finish(id, i % 3 ? RunStatus::kSucceeded : RunStatus::kFailed, {{"i", double(i)}});
         }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());  // why, when this ever fails
+        rc = 1;
       } catch (...) {
         rc = 1;
       }
