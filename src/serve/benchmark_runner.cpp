@@ -497,10 +497,11 @@ void note_container_fate(const EngineServer& server, BenchmarkReport& report) {
   const auto& plan = server.plan();
   if (!server.left_running().empty()) {
     if (report.server) report.server->left_running = true;
-    report.warnings.push_back(fmt::format(
-        "server_lifecycle.cleanup is false: container {} is left running at {}; "
-        "server_lifecycle.force_reuse: true reuses it, `docker stop {}` stops it (it is then removed)",
-        plan.container_name, plan.endpoint.url(), plan.container_name));
+    report.warnings.push_back(
+        fmt::format("server_lifecycle.cleanup is false: container {} is left running at {}; "
+                    "server_lifecycle.force_reuse: true reuses it, `docker stop {}` stops it (it "
+                    "is then removed)",
+                    plan.container_name, plan.endpoint.url(), plan.container_name));
   }
   if (!server.cleanup_problem().empty())
     report.errors.push_back("docker: the engine container was not removed: " +

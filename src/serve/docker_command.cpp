@@ -53,7 +53,8 @@ std::vector<std::string> docker_run_argv(const DockerSpec& s) {
       break;
   }
   for (const auto& [host, container] : s.volumes) a.insert(a.end(), {"-v", host + ":" + container});
-  const bool devices_given = s.vendor == GpuVendor::kNvidia && s.env.count("CUDA_VISIBLE_DEVICES") &&
+  const bool devices_given = s.vendor == GpuVendor::kNvidia &&
+                             s.env.count("CUDA_VISIBLE_DEVICES") &&
                              !s.env.at("CUDA_VISIBLE_DEVICES").empty();
   for (const auto& [k, v] : s.env) {
     if (devices_given && (k == "CUDA_VISIBLE_DEVICES" || k == "CUDA_DEVICE_ORDER")) continue;
@@ -78,7 +79,8 @@ std::vector<std::string> docker_rm_argv(const std::string& name) {
 std::vector<std::string> docker_ps_argv(const std::map<std::string, std::string>& labels) {
   std::vector<std::string> a = {"docker", "ps", "--filter", "status=running"};
   for (const auto& [k, v] : labels) a.insert(a.end(), {"--filter", "label=" + k + "=" + v});
-  a.insert(a.end(), {"--format", std::string("{{.Names}}\t{{.Image}}\t{{.Label \"") + kLabelPort + "\"}}"});
+  a.insert(a.end(),
+           {"--format", std::string("{{.Names}}\t{{.Image}}\t{{.Label \"") + kLabelPort + "\"}}"});
   return a;
 }
 

@@ -24,7 +24,8 @@ struct LaunchPlan {
   std::map<std::string, std::string> env;  // set for the server
   std::string image;
   std::string container_name;  // docker: magpie-<framework>-<port>
-  bool cleanup = true;  // docker: false leaves a running container running (server_lifecycle.cleanup)
+  // docker: false leaves a running container running (server_lifecycle.cleanup)
+  bool cleanup = true;
   Endpoint endpoint;
   std::filesystem::path log_path;
   std::filesystem::path profiler_dir;  // empty = not profiling
