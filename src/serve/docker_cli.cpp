@@ -79,26 +79,34 @@ std::vector<RunningContainer> find_engine_containers(const std::string& framewor
 }
 
 std::string remove_container(const std::string& name, const std::filesystem::path& log,
-                             bool stop_first, std::chrono::seconds wait) {
+                             std::chrono::seconds wait) {
+  // 1 while the daemon lists it, 0 once it does not, -1 when the daemon cannot be asked.
   std::string problem;
-  if (stop_first) {
-    // SIGTERM, then SIGKILL after docker_stop_argv's grace; "No such container" is fine.
-    docker(docker_stop_argv(name), std::chrono::seconds(60), log);
-  }
+  auto known = [&] {
+    auto r = docker(docker_inspect_argv(name), std::chrono::seconds(30));
+    if (r.ok()) return 1;
+    if (r.output.find("No such") != std::string::npos) return 0;
+    problem = fmt::format("`docker container inspect {}` failed ({}): {}", name, r.describe(),
+                          trimmed(r.output));
+    return -1;
+  };
   auto deadline = std::chrono::steady_clock::now() + wait;
-  auto known = [&] { return docker(docker_inspect_argv(name), std::chrono::seconds(30)).ok(); };
   while (true) {
-    if (!known()) {
+    int state = known();
+    if (state == 0) {
       // Gone, unless a create the client started is still finishing: look once more.
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (!known()) return {};
+      state = known();
+      if (state == 0) return {};
     }
-    auto rm = docker(docker_rm_argv(name), std::chrono::seconds(60), log);
-    // "removal ... already in progress" (the --rm autoremove) is not a failure: wait for it.
-    if (!rm.ok()) problem = trimmed(rm.output);
+    if (state == 1) {
+      auto rm = docker(docker_rm_argv(name), std::chrono::seconds(60), log);
+      // "removal ... already in progress" (the --rm autoremove) is not a failure: wait for it.
+      if (!rm.ok()) problem = trimmed(rm.output);
+    }
     if (std::chrono::steady_clock::now() > deadline)
-      return fmt::format("container {} is still there after {} s{}", name, wait.count(),
-                         problem.empty() ? "" : ": " + problem);
+      return fmt::format("container {} may still be there after {} s: {}", name, wait.count(),
+                         problem.empty() ? "no answer" : problem);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }

@@ -27,11 +27,10 @@ std::vector<RunningContainer> find_engine_containers(const std::string& framewor
                                                      const std::string& model, int port,
                                                      std::string* why = nullptr);
 
-// Stops (when `stop_first`) and removes a container, then waits until the
-// daemon no longer knows it (an autoremove may still be under way) or `wait`
-// passes. Commands and their output are appended to `log`. Returns "" or what
-// went wrong.
+// Removes a container whatever its state, then waits until the daemon no
+// longer knows it (an autoremove may still be under way) or `wait` passes.
+// Commands and their output are appended to `log`. Returns "" or what went wrong.
 std::string remove_container(const std::string& name, const std::filesystem::path& log,
-                             bool stop_first, std::chrono::seconds wait);
+                             std::chrono::seconds wait);
 
 }  // namespace magpie::serve

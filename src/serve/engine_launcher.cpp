@@ -191,7 +191,7 @@ void EngineServer::docker_stop_and_end_client() {
   }
   process_.shutdown();
   cleanup_problem_ =
-      remove_container(plan_.container_name, plan_.log_path, false, std::chrono::seconds(30));
+      remove_container(plan_.container_name, plan_.log_path, std::chrono::seconds(30));
 }
 
 bool EngineServer::alive() { return plan_.mode == "endpoint" || process_.running(); }
