@@ -14,6 +14,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-pytest
   libjs-chart.js chromium
+  docker.io
 )
 
 missing=()

@@ -235,6 +235,7 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
         get<double>(s, "server_ready_timeout_s", c.server_ready_timeout_s, origin);
     c.lifecycle.enabled = get<bool>(s, "enabled", c.lifecycle.enabled, origin);
     c.lifecycle.force_reuse = get<bool>(s, "force_reuse", c.lifecycle.force_reuse, origin);
+    c.lifecycle.cleanup = get<bool>(s, "cleanup", c.lifecycle.cleanup, origin);
   }
   if (auto g = b["gpu_selection"]; g && g.IsMap()) {
     GpuSelectionConfig sel;

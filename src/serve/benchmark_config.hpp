@@ -70,11 +70,14 @@ struct WorkloadCase {
 };
 
 // `server_lifecycle:`. enabled false: Magpie does not launch the engine, one
-// must already answer at PORT; force_reuse: use one that answers there, else
-// launch. cleanup false (leave the server running) is not supported.
+// must already answer at PORT; force_reuse: use a running one (docker: a
+// container magpie started for this framework and model; else one answering
+// at PORT), else launch. cleanup false: docker mode leaves its container
+// running at the end (a local engine is a child of magpie and always stops).
 struct ServerLifecycle {
   bool enabled = true;
   bool force_reuse = false;
+  bool cleanup = true;
 };
 
 struct BenchmarkConfig {

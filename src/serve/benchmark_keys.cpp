@@ -45,7 +45,7 @@ const Key& schema() {
        any("ray_config"),  // read by the Ray job layer (ray::parse_ray_config names unknown keys)
        node("server_lifecycle",
             {leaf("enabled"),
-             leaf("cleanup", "the server is always stopped at the end of the run (a reused one is left alone)"),
+             leaf("cleanup"),
              leaf("force_reuse"),
              leaf("server_ready_timeout_s")}),
        node("sweep_matrix",

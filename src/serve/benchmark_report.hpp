@@ -47,6 +47,8 @@ struct ServerInfo {
   std::filesystem::path log;  // empty in endpoint mode
   std::string model_revision;
   std::string served_model;
+  std::string container;      // docker: the engine's container (launched or reused)
+  bool left_running = false;  // docker, server_lifecycle.cleanup false: not stopped
 };
 
 // The client's own cost, so a reader can tell it from the server's.

@@ -91,6 +91,8 @@ json server_json(const ServerInfo& s) {
   json j{{"mode", s.mode}, {"url", s.url}, {"env", env}, {"model_revision", s.model_revision}};
   if (!s.command.empty()) j["command"] = s.command;
   if (!s.image.empty()) j["image"] = s.image;
+  if (!s.container.empty()) j["container"] = s.container;
+  if (s.left_running) j["left_running"] = true;
   if (!s.log.empty()) j["log"] = s.log.string();
   if (!s.served_model.empty()) j["served_model"] = s.served_model;
   return j;

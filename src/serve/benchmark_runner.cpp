@@ -16,6 +16,7 @@
 #include "core/file_io.hpp"
 #include "serve/benchmark_report_writer.hpp"
 #include "serve/dataset.hpp"
+#include "serve/docker_cli.hpp"
 #include "serve/engine_command.hpp"
 #include "serve/engine_launcher.hpp"
 #include "serve/engine_precision.hpp"
@@ -189,10 +190,44 @@ bool answers_health(const Endpoint& e) {
   return r.ok && r.status == 200;
 }
 
-// server_lifecycle: reuse a server already answering at PORT (force_reuse),
-// or require one (enabled: false). Turns the run into an endpoint run.
-void apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
-  if (!c.endpoint.empty() || (c.lifecycle.enabled && !c.lifecycle.force_reuse)) return;
+// Docker mode, force_reuse: a running container magpie started for this
+// framework and model (and PORT, when given) whose engine answers. Returns its name.
+std::string reuse_engine_container(BenchmarkConfig& c, BenchmarkReport& report) {
+  int port = 0;
+  try {
+    port = c.env("PORT").empty() ? 0 : std::stoi(c.env("PORT"));
+  } catch (const std::exception&) {
+  }
+  std::string why;
+  for (const auto& found : find_engine_containers(c.framework, c.model, port, &why)) {
+    if (found.port <= 0) continue;
+    Endpoint e;
+    e.port = static_cast<uint16_t>(found.port);
+    if (!answers_health(e)) continue;
+    report.warnings.push_back(fmt::format(
+        "server_lifecycle: reusing container {} (image {}) already answering at {} (not launched, "
+        "not stopped by magpie)",
+        found.name, found.image, e.url()));
+    c.endpoint = e.url();
+    return found.name;
+  }
+  if (!why.empty())
+    report.warnings.push_back("server_lifecycle.force_reuse: could not list containers: " + why);
+  return {};
+}
+
+// server_lifecycle: reuse a running server (force_reuse: in docker mode a
+// container magpie started, else one answering at PORT), or require one
+// (enabled: false). Turns the run into an endpoint run; returns the reused
+// container's name, if any.
+std::string apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
+  if (!c.lifecycle.cleanup && c.endpoint.empty() && c.run_mode != "docker")
+    report.warnings.push_back(
+        "server_lifecycle.cleanup: false applies to docker mode only: a local engine is a child "
+        "of magpie and is stopped at the end of the run");
+  if (!c.endpoint.empty() || (c.lifecycle.enabled && !c.lifecycle.force_reuse)) return {};
+  if (c.run_mode == "docker")
+    if (auto name = reuse_engine_container(c, report); !name.empty()) return name;
   Endpoint existing;
   existing.port = static_cast<uint16_t>(std::stoi(c.env("PORT", "8000")));
   if (answers_health(existing)) {
@@ -201,7 +236,7 @@ void apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
                     "not stopped by magpie)",
                     existing.url()));
     c.endpoint = existing.url();
-    return;
+    return {};
   }
   if (!c.lifecycle.enabled)
     throw Error(
@@ -210,6 +245,7 @@ void apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
                     "nothing answers at {}/health",
                     existing.url()),
         "", std::nullopt, "start the server on PORT first, or set server_lifecycle.enabled: true");
+  return {};
 }
 
 ServerInfo server_info(const LaunchPlan& plan) {
@@ -219,6 +255,7 @@ ServerInfo server_info(const LaunchPlan& plan) {
   s.env = plan.env;
   if (!plan.argv.empty()) s.command = shell_join(plan.argv);
   s.image = plan.image;
+  s.container = plan.container_name;
   if (plan.mode != "endpoint") s.log = plan.log_path;
   return s;
 }
@@ -454,6 +491,23 @@ class CaseRunner {
   bool profiled_ = false;
 };
 
+// Docker mode: a container left running (cleanup: false) or not removed is said
+// in the report and on the console.
+void note_container_fate(const EngineServer& server, BenchmarkReport& report) {
+  const auto& plan = server.plan();
+  if (!server.left_running().empty()) {
+    if (report.server) report.server->left_running = true;
+    report.warnings.push_back(
+        fmt::format("server_lifecycle.cleanup is false: container {} is left running at {}; "
+                    "server_lifecycle.force_reuse: true reuses it, `docker stop {}` stops it (it "
+                    "is then removed)",
+                    plan.container_name, plan.endpoint.url(), plan.container_name));
+  }
+  if (!server.cleanup_problem().empty())
+    report.errors.push_back("docker: the engine container was not removed: " +
+                            server.cleanup_problem());
+}
+
 void finalize(BenchmarkReport& report, bool complete, bool any_case_ok, const RunStop& stop,
               std::chrono::steady_clock::time_point t_start) {
   report.complete = complete;
@@ -512,10 +566,11 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   bool any_case_ok = false;
   std::unique_ptr<EngineServer> server;
   try {
-    apply_lifecycle(c, report);
+    std::string reused_container = apply_lifecycle(c, report);
     report.config.run_mode = c.endpoint.empty() ? c.run_mode : "endpoint";
     server = std::make_unique<EngineServer>(plan_launch(c, ws));
     report.server = server_info(server->plan());
+    if (!reused_container.empty()) report.server->container = reused_container;
     report.server->model_revision = model_revision(c.model, c.hf_cache_path);
     if (ctx.progress)
       std::cerr << fmt::format("starting server: {}\n", report.server->command.empty()
@@ -546,7 +601,10 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     never.reason = "not started: the run ended before the server was ready";
     report.gpu_monitor = never;
   }
-  if (server) server->shutdown();
+  if (server) {
+    server->shutdown();
+    note_container_fate(*server, report);
+  }
   finalize(report, complete, any_case_ok, stop, t_start);
   write_report_files(report, ws);
   outcome.success = report.success;

@@ -28,9 +28,12 @@ std::string default_image(Framework f, const std::string& arch) {
 
 std::vector<std::string> docker_run_argv(const DockerSpec& s) {
   if (s.image.empty()) throw Error(ErrorKind::kUsage, "docker mode needs an image");
-  std::vector<std::string> a = {"docker",         "run",        "--rm",    "--name",
-                                s.container_name, "--network",  "host",    "--ipc",
-                                "host",           "--shm-size", s.shm_size};
+  // --rm: the daemon removes the container when it stops, even with no client
+  // left. --init: the engine is not PID 1, so `docker stop`'s SIGTERM reaches it
+  // (PID 1 ignores signals it has no handler for) and its children are reaped.
+  std::vector<std::string> a = {"docker", "run", "--rm", "--init", "--name", s.container_name};
+  for (const auto& [k, v] : s.labels) a.insert(a.end(), {"--label", k + "=" + v});
+  a.insert(a.end(), {"--network", "host", "--ipc", "host", "--shm-size", s.shm_size});
   switch (s.vendor) {
     case GpuVendor::kNvidia:
       if (auto it = s.env.find("CUDA_VISIBLE_DEVICES"); it != s.env.end() && !it->second.empty()) {
@@ -50,7 +53,8 @@ std::vector<std::string> docker_run_argv(const DockerSpec& s) {
       break;
   }
   for (const auto& [host, container] : s.volumes) a.insert(a.end(), {"-v", host + ":" + container});
-  const bool devices_given = s.vendor == GpuVendor::kNvidia && s.env.count("CUDA_VISIBLE_DEVICES") &&
+  const bool devices_given = s.vendor == GpuVendor::kNvidia &&
+                             s.env.count("CUDA_VISIBLE_DEVICES") &&
                              !s.env.at("CUDA_VISIBLE_DEVICES").empty();
   for (const auto& [k, v] : s.env) {
     if (devices_given && (k == "CUDA_VISIBLE_DEVICES" || k == "CUDA_DEVICE_ORDER")) continue;
@@ -66,6 +70,26 @@ std::vector<std::string> docker_run_argv(const DockerSpec& s) {
 
 std::vector<std::string> docker_stop_argv(const std::string& name) {
   return {"docker", "stop", "--time", "10", name};
+}
+
+std::vector<std::string> docker_rm_argv(const std::string& name) {
+  return {"docker", "rm", "--force", name};
+}
+
+std::vector<std::string> docker_ps_argv(const std::map<std::string, std::string>& labels) {
+  std::vector<std::string> a = {"docker", "ps", "--filter", "status=running"};
+  for (const auto& [k, v] : labels) a.insert(a.end(), {"--filter", "label=" + k + "=" + v});
+  a.insert(a.end(),
+           {"--format", std::string("{{.Names}}\t{{.Image}}\t{{.Label \"") + kLabelPort + "\"}}"});
+  return a;
+}
+
+std::vector<std::string> docker_version_argv() {
+  return {"docker", "version", "--format", "{{.Server.Version}}"};
+}
+
+std::vector<std::string> docker_inspect_argv(const std::string& name) {
+  return {"docker", "container", "inspect", "--format", "{{.State.Status}}", name};
 }
 
 }  // namespace magpie::serve

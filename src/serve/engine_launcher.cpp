@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "serve/docker_cli.hpp"
 #include "serve/docker_command.hpp"
 #include "serve/engine_command.hpp"
 #include "serve/http_client.hpp"
@@ -94,8 +95,15 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
   if (c.run_mode == "docker") {
     DockerSpec d;
     d.image = c.docker_image.empty() ? default_image(fw, c.gpu_arch) : c.docker_image;
-    d.vendor = vendor_for_arch(c.gpu_arch);
+    // A CPU engine (--cpu-engine) gets no GPU flags: `--gpus` fails on a host
+    // without the NVIDIA container toolkit.
+    d.vendor = c.engine_gpu ? vendor_for_arch(c.gpu_arch) : GpuVendor::kNone;
+    // One engine per host port, so the port names the container.
     d.container_name = fmt::format("magpie-{}-{}", c.framework, spec.port);
+    d.labels = {{kLabelEngine, c.framework},
+                {kLabelModel, c.model},
+                {kLabelPort, std::to_string(spec.port)},
+                {kLabelWorkspace, fs::absolute(workspace).string()}};
     d.env = plan.env;
     d.env["HF_HOME"] = "/root/.cache/huggingface";
     auto hf = home_path(c.hf_cache_path.empty() ? "~/.cache/huggingface" : c.hf_cache_path);
@@ -110,6 +118,7 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
     d.engine_argv = argv;
     plan.image = d.image;
     plan.container_name = d.container_name;
+    plan.cleanup = c.lifecycle.cleanup;
     plan.argv = docker_run_argv(d);
   } else {
     plan.argv = std::move(argv);
@@ -120,6 +129,12 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
 EngineServer::~EngineServer() { shutdown(); }
 
 std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>* stop) {
+  if (plan_.mode == "docker") {
+    // Said before anything starts, instead of a `docker run` failure in server.log.
+    if (auto why = docker_unreachable_reason(); !why.empty())
+      throw Error(ErrorKind::kUnreachable, "docker mode: " + why, "", std::nullopt,
+                  "start the docker daemon (or set DOCKER_HOST), or pass --run-mode local");
+  }
   if (plan_.mode != "endpoint") {
     process_.start(plan_.argv, plan_.env, plan_.log_path);
     started_ = true;
@@ -165,20 +180,38 @@ std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>*
   }
 }
 
+void EngineServer::docker_stop_and_end_client() {
+  try {
+    ProcessSpec stop;
+    stop.argv = docker_stop_argv(plan_.container_name);
+    stop.timeout = std::chrono::seconds(60);
+    stop.log_path = plan_.log_path;
+    run_process(stop);  // "No such container" (it already exited) is fine
+  } catch (const std::exception&) {
+  }
+  process_.shutdown();
+  cleanup_problem_ =
+      remove_container(plan_.container_name, plan_.log_path, std::chrono::seconds(30));
+}
+
 bool EngineServer::alive() { return plan_.mode == "endpoint" || process_.running(); }
 
 void EngineServer::shutdown() {
   if (!started_) return;
   started_ = false;
   if (plan_.mode == "docker" && !plan_.container_name.empty()) {
-    // Stopping the CLI client does not stop the container; ask docker.
-    ServerProcess stopper;
-    try {
-      stopper.start(docker_stop_argv(plan_.container_name), {}, plan_.log_path);
-      for (int i = 0; i < 200 && stopper.running(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    } catch (const Error&) {
+    if (!plan_.cleanup && process_.running()) {
+      // SIGKILL the CLI client: a SIGTERM would be forwarded into the container
+      // (docker run's --sig-proxy) and stop the engine we were asked to keep.
+      process_.kill();
+      left_running_ = plan_.container_name;
+      return;
     }
+    // Stopping the CLI client does not stop the container; ask docker. Then the
+    // container is removed for sure: the client may have been ended while the
+    // daemon was still creating it (never started, so --rm does not apply).
+    docker_stop_and_end_client();
+    return;
   }
   process_.shutdown();
 }

@@ -23,7 +23,9 @@ struct LaunchPlan {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // set for the server
   std::string image;
-  std::string container_name;
+  std::string container_name;  // docker: magpie-<framework>-<port>
+  // docker: false leaves a running container running (server_lifecycle.cleanup)
+  bool cleanup = true;
   Endpoint endpoint;
   std::filesystem::path log_path;
   std::filesystem::path profiler_dir;  // empty = not profiling
@@ -45,14 +47,24 @@ class EngineServer {
   std::string start(double ready_timeout_s, const std::atomic<bool>* stop);
   bool alive();  // endpoint mode: always true
   std::string exit_status() const { return process_.exit_status(); }
+  // Stops the server. Docker mode: `docker stop`, then the container is removed
+  // and shutdown returns once the daemon no longer lists it; with cleanup false
+  // a running container is left running (only the CLI client is ended).
   void shutdown();
+  // Docker, cleanup false: the container that was left running ("" otherwise).
+  const std::string& left_running() const { return left_running_; }
+  // Docker: what went wrong removing the container ("" when it is gone).
+  const std::string& cleanup_problem() const { return cleanup_problem_; }
   const LaunchPlan& plan() const { return plan_; }
   nlohmann::json describe() const;  // command, image, env, mode, log
 
  private:
+  void docker_stop_and_end_client();
+
   LaunchPlan plan_;
   ServerProcess process_;
   bool started_ = false;
+  std::string left_running_, cleanup_problem_;
 };
 
 // The model revision when it can be known without the network: a local

@@ -30,6 +30,7 @@ class ServerProcess {
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(15)) {
     child_.terminate_group(grace);
   }
+  void kill() { child_.kill_group(); }  // SIGKILL to the group, no grace
 
  private:
   ChildProcess child_;  // core's runner: own group, PR_SET_PDEATHSIG, log

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "serve/benchmark_config.hpp"
 #include "serve/dataset.hpp"
+#include "serve/docker_cli.hpp"
 #include "serve/docker_command.hpp"
 #include "serve/endpoint.hpp"
 #include "serve/engine_command.hpp"
@@ -147,7 +148,8 @@ TEST(BenchmarkConfig, MagpieKeysWithoutEffectSaySo) {
       if (w.find(key + " is accepted but not applied") != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(says("benchmark.server_lifecycle.cleanup"));
+  EXPECT_FALSE(says("benchmark.server_lifecycle.cleanup"));  // applied now (docker mode)
+  EXPECT_FALSE(c.lifecycle.cleanup);
   // Applied now: no warning, and the config carries them.
   EXPECT_FALSE(says("benchmark.gpu_selection"));
   EXPECT_FALSE(says("benchmark.profiler.gpu_monitor"));
@@ -225,7 +227,7 @@ TEST(DockerCommand, NvidiaAndAmd) {
   d.engine_argv = {"vllm", "serve", "M", "--port", "8000"};
   EXPECT_EQ(
       shell_join(docker_run_argv(d)),
-      "docker run --rm --name magpie-vllm-8000 --network host --ipc host --shm-size 32g --gpus all "
+      "docker run --rm --init --name magpie-vllm-8000 --network host --ipc host --shm-size 32g --gpus all "
       "-v /root/.cache/huggingface:/root/.cache/huggingface -e "
       "VLLM_TORCH_PROFILER_DIR=/ws/torch_trace "
       "--entrypoint vllm vllm/vllm-openai:latest serve M --port 8000");
@@ -249,6 +251,53 @@ TEST(DockerCommand, NvidiaAndAmd) {
   EXPECT_EQ(default_image(Framework::kAtom, "gfx942"), "rocm/atom:latest");
   EXPECT_THROW(default_image(Framework::kAtom, "sm_90"), Error);
   EXPECT_EQ(docker_stop_argv("c").back(), "c");
+}
+
+TEST(DockerCommand, LabelsLookupAndRemoval) {
+  DockerSpec d;
+  d.image = "img";
+  d.container_name = "magpie-vllm-8000";
+  d.vendor = GpuVendor::kNone;
+  d.labels = {{kLabelEngine, "vllm"}, {kLabelPort, "8000"}};
+  d.engine_argv = {"/venv/bin/vllm", "serve", "M"};
+  EXPECT_EQ(shell_join(docker_run_argv(d)),
+            "docker run --rm --init --name magpie-vllm-8000 --label magpie.engine=vllm --label "
+            "magpie.port=8000 --network host --ipc host --shm-size 32g --entrypoint /venv/bin/vllm "
+            "img serve M");
+  EXPECT_EQ(shell_join(docker_ps_argv({{kLabelEngine, "vllm"}, {kLabelModel, "m/x"}})),
+            "docker ps --filter status=running --filter label=magpie.engine=vllm --filter "
+            "label=magpie.model=m/x --format '{{.Names}}\t{{.Image}}\t{{.Label \"magpie.port\"}}'");
+  EXPECT_EQ(shell_join(docker_rm_argv("c")), "docker rm --force c");
+  EXPECT_EQ(docker_inspect_argv("c").back(), "c");
+  auto found = parse_running_containers("magpie-vllm-8000\timg:1\t8000\nother\timg\t\n\n");
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].name, "magpie-vllm-8000");
+  EXPECT_EQ(found[0].image, "img:1");
+  EXPECT_EQ(found[0].port, 8000);
+  EXPECT_EQ(found[1].port, 0);  // no magpie.port label: not reusable
+}
+
+TEST(EngineLauncher, DockerPlanLabelsAndCpuEngine) {
+  BenchmarkConfig c;
+  c.framework = "vllm";
+  c.model = "tiny";
+  c.run_mode = "docker";
+  c.docker_image = "magpie-e2e/vllm-cpu:1";
+  c.engine_gpu = false;
+  c.lifecycle.cleanup = false;
+  c.envs["PORT"] = "18556";
+  auto ws = std::filesystem::temp_directory_path() / "magpie_plan_docker_test";
+  auto plan = plan_launch(c, ws);
+  auto cmd = shell_join(plan.argv);
+  EXPECT_EQ(plan.container_name, "magpie-vllm-18556");
+  EXPECT_FALSE(plan.cleanup);
+  EXPECT_EQ(cmd.find("--gpus"), std::string::npos) << cmd;  // a CPU engine gets no GPU flags
+  EXPECT_NE(cmd.find("--label magpie.engine=vllm --label magpie.model=tiny --label magpie.port=18556"),
+            std::string::npos)
+      << cmd;
+  EXPECT_NE(cmd.find("--label magpie.workspace=" + ws.string()), std::string::npos) << cmd;
+  c.engine_gpu = true;
+  EXPECT_NE(shell_join(plan_launch(c, ws).argv).find("--gpus all"), std::string::npos);
 }
 
 TEST(EngineLauncher, PlanSetsProfilerDirPortAndEnv) {
