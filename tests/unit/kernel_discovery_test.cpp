@@ -252,6 +252,7 @@ TEST(KernelDiscovery, RepositoryExamples) {
                 "cuda:kernels/validation/vector_add_gridstride.cu:vector_add_gridstride",
                 "cuda:kernels/vector_add/vector_add.cu:vector_add",
                 "triton:kernels/softmax/softmax_triton.py:_softmax_rows",
+                "triton:loop/rowscale_triton.py:_rowscale",
             }));
   EXPECT_EQ(find(r, "_softmax_rows")->line, 10);
   EXPECT_TRUE(r.warnings.empty());
