@@ -316,6 +316,7 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       last = info.status;
       first = false;
     }
+    if (o.on_poll) o.on_poll(info);
     if (terminal(info.status)) return info;
     if (o.cancel && o.cancel->load()) return info;
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
@@ -353,6 +354,34 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     poll = std::min(o.max_poll, poll * 2);
   }
+}
+
+std::string LogFollower::take(const std::string& log) {
+  // A shorter log than before is a different log (a resubmitted id): start over.
+  if (log.size() < seen_ || log.compare(0, seen_, log_, 0, seen_) != 0) seen_ = 0;
+  log_ = log;
+  size_t end = log_.rfind('\n');
+  if (end == std::string::npos || end + 1 <= seen_) return {};
+  std::string out = log_.substr(seen_, end + 1 - seen_);
+  seen_ = end + 1;
+  return out;
+}
+
+std::string LogFollower::poll() {
+  try {
+    return take(client_.logs(id_));
+  } catch (const Error&) {
+    return {};  // not there yet, or a hiccup: the next poll catches up
+  }
+}
+
+std::string LogFollower::finish() {
+  std::string out = poll();
+  if (seen_ < log_.size()) {
+    out += log_.substr(seen_);
+    seen_ = log_.size();
+  }
+  return out;
 }
 
 std::string last_lines(const std::string& text, size_t n) {
