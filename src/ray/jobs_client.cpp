@@ -272,14 +272,43 @@ std::string JobsClient::resource_summary() const {
     Response r = request("GET", "/api/cluster_status");
     if (r.status != 200) return {};
     json j = json::parse(r.body, nullptr, false);
+    // usage: {resource: [used, total]}; what a waiting job could get is total - used.
+    const json usage =
+        j.value("/data/clusterStatus/loadMetricsReport/usage"_json_pointer, json::object());
+    std::string available;
+    auto amount = [](const std::string& name, double v) {
+      return name == "memory" || name == "objectStoreMemory"
+                 ? fmt::format("{:.1f} GiB {}", v / (1024.0 * 1024 * 1024), name)
+                 : fmt::format("{:g} {}", v, name);
+    };
+    if (usage.is_object()) {
+      for (const char* name : {"CPU", "GPU", "memory"}) {
+        auto it = usage.find(name);
+        double used = 0, total = 0;
+        if (it != usage.end() && it->is_array() && it->size() == 2) {
+          used = (*it)[0].get<double>();
+          total = (*it)[1].get<double>();
+        }
+        available += fmt::format("{}{} (of {:g})", available.empty() ? "" : ", ",
+                                 amount(name, total - used), total);
+      }
+      for (const auto& [name, pair] : usage.items())  // custom resources, e.g. H200
+        if (name != "CPU" && name != "GPU" && name != "memory" && name != "objectStoreMemory" &&
+            name.rfind("node:", 0) != 0 && name.rfind("accelerator_type:", 0) != 0 &&
+            pair.is_array() && pair.size() == 2)
+          available += fmt::format(", {}", amount(name, pair[1].get<double>() - pair[0].get<double>()));
+    }
+    if (!available.empty()) available = "available now: " + available;
     std::string text = j.value("/data/autoscalingStatus"_json_pointer, std::string{});
     for (size_t pos = 0; pos < text.size();) {
       size_t end = text.find('\n', pos);
       std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      if (auto k = line.find("ResourceUsage:"); k != std::string::npos) return line.substr(k);
+      if (auto k = line.find("ResourceUsage:"); k != std::string::npos)
+        return available.empty() ? line.substr(k) : available + "; " + line.substr(k);
       if (end == std::string::npos) break;
       pos = end + 1;
     }
+    return available;
   } catch (const std::exception&) {
   }
   return {};
