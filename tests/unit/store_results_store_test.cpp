@@ -499,7 +499,7 @@ TEST(StoreResultsStore, MetadataIsStoredMergedAndMigratedInto) {
     sqlite3_close(h);
   }
   auto db = ResultsStore::open(d / "v1.db");
-  EXPECT_EQ(count_rows(d / "v1.db", "SELECT version FROM schema_version"), 2);
+  EXPECT_EQ(count_rows(d / "v1.db", "SELECT version FROM schema_version"), ResultsStore::kSchemaVersion);
   auto old = db.get(1);
   ASSERT_TRUE(old);
   EXPECT_TRUE(old->metadata.empty());
