@@ -1,6 +1,8 @@
 #include "ray_command.hpp"
 
 #include <iostream>
+#include <memory>
+#include <mutex>
 
 #include "command_context.hpp"
 #include "core/error.hpp"
@@ -32,6 +34,27 @@ jobs::JobContext cli_context(bool verbose) {
   return context;
 }
 
+// One job's log goes to stdout as it comes, as if the command ran here.
+void follow_on_stdout(jobs::JobContext& context) {
+  context.log = [](const std::string&, const std::string& lines) { std::cout << lines << std::flush; };
+}
+
+// Several jobs at once: their lines on stderr, each tagged with its run's name
+// (stdout keeps the summary table).
+void follow_tagged_on_stderr(jobs::JobContext& context) {
+  auto mutex = std::make_shared<std::mutex>();
+  context.log = [mutex](const std::string& source, const std::string& lines) {
+    std::lock_guard lock(*mutex);
+    for (size_t pos = 0; pos < lines.size();) {
+      size_t end = lines.find('\n', pos);
+      if (end == std::string::npos) end = lines.size();
+      std::cerr << "[" << source << "] " << lines.substr(pos, end - pos) << "\n";
+      pos = end + 1;
+    }
+    std::cerr << std::flush;
+  };
+}
+
 std::optional<ray::RayConfig> batch_cluster(const GlobalOptions& global) {
   if (global.environment != "ray") return std::nullopt;
   std::vector<std::string> warnings;
@@ -60,10 +83,11 @@ std::optional<int> run_on_ray_if_asked(const CLI::App& app, const GlobalOptions&
   if (!request) return std::nullopt;
   for (const auto& w : request->warnings) std::cerr << "warning: " << w << "\n";
   InterruptScope interrupts;
-  jobs::RayJobOutcome outcome = jobs::run_ray_job(*request, cli_context(verbose));
-  // What the command printed on the node, then where its results are.
-  if (!outcome.logs.empty() && outcome.status == ray::JobStatus::kSucceeded)
-    std::cout << outcome.logs;
+  jobs::JobContext context = cli_context(verbose);
+  // What the command prints on the node streams here while it runs (its
+  // console, line by line); then where its results are.
+  follow_on_stdout(context);
+  jobs::RayJobOutcome outcome = jobs::run_ray_job(*request, context);
   std::cout << jobs::console_text(outcome);
   return jobs::exit_code_of(outcome);
 }
@@ -102,7 +126,9 @@ int BatchCommand::run(const GlobalOptions& global, bool verbose) {
     throw Error(ErrorKind::kUsage, "--detach needs a Ray cluster (-e ray)", "", std::nullopt,
                 "add -e ray, or drop --detach to run here");
   InterruptScope interrupts;
-  jobs::BatchOutcome outcome = jobs::run_batch(req, cli_context(verbose));
+  jobs::JobContext context = cli_context(verbose);
+  if (req.ray) follow_tagged_on_stderr(context);
+  jobs::BatchOutcome outcome = jobs::run_batch(req, context);
   std::cout << jobs::console_text(outcome);
   if (interrupt_flag().load()) return exit_code_for(ErrorKind::kCancelled);
   return outcome.all_succeeded() ? 0 : 1;

@@ -84,6 +84,7 @@ std::string show_text(const RunRecord& r) {
   line("gpu", r.gpu);
   if (r.pid) line("process", fmt::format("{} on {}", r.pid, r.host));
   line("error", r.error);
+  for (const auto& [k, v] : r.metadata) line(k.c_str(), v);
   if (!r.metrics.empty()) {
     out += "metrics:\n";
     for (const auto& [k, v] : r.metrics) out += fmt::format("  {:<36}{:g}\n", k, v);
@@ -208,7 +209,8 @@ int ResultsCommand::run_list() {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : runs)
     rows.push_back({std::to_string(r.id), std::string(store::to_string(r.kind)),
-                    std::string(store::to_string(r.status)), r.started_at.substr(0, 19), r.face,
+                    std::string(store::to_string(r.status)), r.started_at.substr(0, 19),
+                    r.metadata.count("ray_job_id") ? r.face + " (ray)" : r.face,
                     short_commit(r.git_commit), key_metrics(r), workspace_cell(r)});
   std::cout << report::render_text_table({{"ID", true},
                                           {"Kind"},

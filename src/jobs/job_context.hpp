@@ -22,6 +22,9 @@ struct JobContext {
   // Called from the job's thread (or a worker it started); may be empty.
   std::function<void(const Progress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set → the job kills what it runs and stops
+  // Whole lines a job follows from elsewhere while it runs (a Ray job's log),
+  // with what they belong to (the job's label); may be empty (not followed).
+  std::function<void(const std::string& source, const std::string& lines)> log;
   bool console = false;  // a terminal watches stderr: engines may print live lines there
   bool verbose = false;  // more detail on stderr
   bool record = true;                         // write the run to the results store

@@ -1,10 +1,14 @@
 #include "jobs/ray_jobs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -17,6 +21,9 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "kernel/process_runner.hpp"
+#include "store/results_store.hpp"
+#include "store/run_environment.hpp"
+#include "store/workspace_import.hpp"
 
 namespace magpie::jobs {
 
@@ -170,13 +177,14 @@ void check_shared_storage(const ray::RayConfig& cluster) {
         ErrorKind::kNotFound, "shared storage is missing here", root.string(), std::nullopt,
         "mount it (at the same path as on the Ray nodes) or fix ray_config.shared_storage_path");
   fs::path probe = root / fmt::format(".magpie-write-probe-{}", ::getpid());
-  std::ofstream f(probe);
-  if (!f)
-    throw Error(ErrorKind::kUnreadable, "shared storage is read-only here", root.string(),
-                std::nullopt,
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    throw Error(ErrorKind::kUnreadable,
+                fmt::format("shared storage is not writable here ({})", std::strerror(errno)),
+                root.string(), std::nullopt,
                 "jobs write their results there: mount it read-write or pick another "
                 "ray_config.shared_storage_path");
-  f.close();
+  ::close(fd);
   fs::remove(probe, ec);
 }
 
@@ -413,6 +421,7 @@ RayJobOutcome submit_ray_job(const RayJobRequest& req, const JobContext& context
                     record.dump(2) + "\n");
     write_text_file(job_folder(req.cluster, out.submission_id) / "config.txt", req.config_text);
   }
+  out.submitted_at = store::iso_utc_now();
   client.submit(job);
   out.status = JobStatus::kPending;
   out.metadata = job.metadata;
@@ -434,6 +443,18 @@ RayJobOutcome finish_ray_job(const RayJobRequest& req, RayJobOutcome out,
     context.report(0, std::nullopt,
                    fmt::format("Ray job {}: {}", out.submission_id, ray::to_string(info.status)));
   };
+  // The job's log, line by line while it runs (what its magpie prints on the node).
+  std::optional<ray::LogFollower> follower;
+  auto emit = [&](const std::string& lines) {
+    if (!lines.empty()) context.log(req.label, lines);
+  };
+  if (context.log) {
+    follower.emplace(client, out.submission_id);
+    wait.max_poll = std::min(wait.max_poll, std::chrono::milliseconds(1000));
+    wait.on_poll = [&](const ray::JobInfo& info) {
+      if (info.status != JobStatus::kPending) emit(follower->poll());
+    };
+  }
   ray::JobInfo info = ray::wait_for_job(client, out.submission_id, wait);
   if (!ray::terminal(info.status)) {  // cancelled here: stop it there
     context.report(0, std::nullopt, fmt::format("Ray job {}: stopping", out.submission_id));
@@ -452,12 +473,14 @@ RayJobOutcome finish_ray_job(const RayJobRequest& req, RayJobOutcome out,
   out.local_output_dir = local;
   out.remote_output_dir = remote;
   if (!ray::terminal(info.status)) out.status = JobStatus::kStopped;
+  if (follower) emit(follower->finish());
   add_log(out, client);
   // Partial results of a failed or stopped job are gathered too.
   gather(out, req.cluster, client.address(), since);
   if (out.status == JobStatus::kSucceeded && out.collected && out.files.empty())
     out.where_results_are = fmt::format("the job succeeded but its results never appeared in {}",
                                         out.remote_output_dir.string());
+  out.run_ids = record_ray_run(out, context);
   return out;
 }
 
@@ -483,7 +506,7 @@ RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& i
 }
 
 RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& id,
-                             const fs::path& local_output_dir) {
+                             const fs::path& local_output_dir, const JobContext& context) {
   const ray::JobsClient client = client_for(cluster);
   RayJobOutcome out;
   out.submission_id = id;
@@ -497,6 +520,7 @@ RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& i
     if (effective.shared_storage_path.empty() && out.remote_output_dir != out.local_output_dir)
       effective.shared_storage_path = out.remote_output_dir.parent_path().string();
     gather(out, effective, client.address(), std::nullopt);
+    out.run_ids = record_ray_run(out, context);
   }
   return out;
 }
@@ -532,6 +556,121 @@ std::vector<RayJobOutcome> list_ray_jobs(const ray::RayConfig& cluster, bool mag
   return out;
 }
 
+namespace {
+
+store::RunStatus store_status(JobStatus s) {
+  switch (s) {
+    case JobStatus::kSucceeded:
+      return store::RunStatus::kSucceeded;
+    case JobStatus::kStopped:
+      return store::RunStatus::kCancelled;
+    default:
+      return store::RunStatus::kFailed;
+  }
+}
+
+// The kind of run a magpie command line makes ("benchmark --trace-dir …" is a gap analysis).
+store::RunKind kind_of_command(const std::string& command) {
+  const std::string first = command.substr(0, command.find(' '));
+  if (first == "analyze") return store::RunKind::kAnalyze;
+  if (first == "compare") return store::RunKind::kCompare;
+  if (first == "tracelens") return store::RunKind::kTraceLens;
+  if (command.find("--trace-dir") != std::string::npos) return store::RunKind::kGapAnalysis;
+  return store::RunKind::kBenchmark;
+}
+
+std::string meta_of(const RayJobOutcome& o, const char* key) {
+  auto it = o.metadata.find(key);
+  return it == o.metadata.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+std::vector<int64_t> record_ray_run(const RayJobOutcome& o, const JobContext& context) {
+  std::vector<int64_t> ids;
+  if (!context.record || !ray::terminal(o.status) || o.local_output_dir.empty()) return ids;
+  std::map<std::string, std::string> meta = {{"ray_job_id", o.submission_id},
+                                             {"ray_cluster", o.cluster_url},
+                                             {"ray_status", ray::to_string(o.status)}};
+  if (!o.remote_output_dir.empty() && o.remote_output_dir != o.local_output_dir)
+    meta["ray_output_dir"] = o.remote_output_dir.string();
+  const std::string command = meta_of(o, "magpie_command");
+  try {
+    auto db = store::ResultsStore::open(context.store_path.empty()
+                                            ? store::ResultsStore::default_path()
+                                            : context.store_path);
+    // The workspaces this job wrote: those holding a gathered file (the output
+    // folder may hold older runs too).
+    std::vector<fs::path> workspaces;
+    if (o.collected)
+      for (const auto& ws : store::find_workspaces(o.local_output_dir)) {
+        const std::string prefix = fs::relative(ws, o.local_output_dir).string();
+        bool ours = prefix == "." || prefix.empty();
+        for (const auto& f : o.files)
+          ours = ours || f.rfind(prefix + "/", 0) == 0;
+        if (ours) workspaces.push_back(ws);
+      }
+    const std::string host = store::host_name();
+    for (const auto& ws : workspaces) {
+      if (auto known = db.find_by_workspace(ws)) {
+        if (known->metadata.count("ray_job_id") && known->metadata.at("ray_job_id") == o.submission_id) {
+          ids.push_back(known->id);  // gathered before
+          continue;
+        }
+        if (!known->metadata.count("ray_job_id") && known->host == host &&
+            !o.submitted_at.empty() && known->started_at >= o.submitted_at) {
+          db.set_metadata(known->id, meta);  // the node recorded it here itself
+          ids.push_back(known->id);
+          continue;
+        }
+      }
+      auto record = store::read_workspace(ws);
+      if (!record) continue;
+      record->face = context.face;
+      record->command_line = context.command_line.empty() ? "ray job: magpie " + command
+                                                          : context.command_line;
+      record->config_hash = meta_of(o, "magpie_config_hash");
+      record->host = o.cluster_url;
+      record->pid = 0;
+      record->metadata = meta;
+      // The report says how the command went; Ray says whether the job as a whole did.
+      if (o.status != JobStatus::kSucceeded && record->status == store::RunStatus::kSucceeded) {
+        record->status = store_status(o.status);
+        record->error = ray::last_lines(o.message, 1);
+      }
+      if (auto id = db.insert_finished(*record)) ids.push_back(*id);
+    }
+    if (ids.empty()) {
+      // Nothing readable came back: one row says what ran and why it has no report.
+      if (auto known = db.find_by_workspace(o.local_output_dir);  // gathered before
+          known && known->metadata.count("ray_job_id") &&
+          known->metadata.at("ray_job_id") == o.submission_id)
+        return {known->id};
+      store::RunRecord r;
+      r.kind = kind_of_command(command);
+      r.status = o.status == JobStatus::kSucceeded ? store::RunStatus::kFailed
+                                                   : store_status(o.status);
+      r.face = context.face;
+      r.command_line = context.command_line.empty() ? "ray job: magpie " + command
+                                                    : context.command_line;
+      r.config_hash = meta_of(o, "magpie_config_hash");
+      r.workspace = o.local_output_dir.string();
+      r.error = !o.where_results_are.empty() ? o.where_results_are : ray::last_lines(o.message, 1);
+      if (!o.logs_tail.empty()) r.error += "\n" + ray::last_lines(o.logs_tail, 5);
+      r.finished_at = store::iso_utc_now();
+      r.started_at = o.submitted_at.empty() ? r.finished_at : o.submitted_at;
+      r.host = o.cluster_url;
+      r.metadata = meta;
+      if (auto id = db.insert_finished(r)) ids.push_back(*id);
+    }
+  } catch (const std::exception& e) {
+    context.report(0, std::nullopt,
+                   fmt::format("warning: results store: {} (the Ray job {} goes unrecorded)",
+                               e.what(), o.submission_id));
+  }
+  return ids;
+}
+
 int exit_code_of(const RayJobOutcome& o) {
   switch (o.status) {
     case JobStatus::kSucceeded:
@@ -563,6 +702,9 @@ std::string console_text(const RayJobOutcome& o) {
                          ? " gathered from " + o.remote_output_dir.string()
                          : "");
   if (!o.where_results_are.empty()) s += "Results: " + o.where_results_are + "\n";
+  if (!o.run_ids.empty())
+    s += fmt::format("Recorded: results store run {} (magpie results show {})\n",
+                     fmt::join(o.run_ids, ", "), o.run_ids.front());
   if (o.status == JobStatus::kPending || o.status == JobStatus::kRunning)
     s += fmt::format("follow it with: ray job logs --address {} -f {}\n", o.cluster_url,
                      o.submission_id);
@@ -710,6 +852,7 @@ BatchRunResult run_ray_entry(const BatchEntry& e, const BatchRequest& req,
     return r;
   }
   o = finish_ray_job(job, std::move(o), context);
+  r.run_ids = o.run_ids;
   r.status = ray::to_string(o.status);
   r.exit_code = exit_code_of(o);
   r.wall_seconds = o.wall_seconds;
@@ -734,6 +877,7 @@ void write_summary(BatchOutcome& out, const fs::path& dir) {
                     {"wall_seconds", r.wall_seconds},
                     {"submission_id", r.submission_id},
                     {"output_dir", r.output_dir.string()},
+                    {"run_ids", r.run_ids},
                     {"error", r.error}});
     csv += fmt::format("{},{},{},{:.2f},{},{}\n", r.name, r.status, r.exit_code, r.wall_seconds,
                        r.submission_id, r.output_dir.string());

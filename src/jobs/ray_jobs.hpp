@@ -56,6 +56,8 @@ struct RayJobOutcome {
   std::string where_results_are;  // when not gathered: where to look
   std::map<std::string, std::string> metadata;
   double wall_seconds = 0;
+  std::string submitted_at;       // ISO-8601 UTC, when submitted from here
+  std::vector<int64_t> run_ids;   // rows of the local results store holding its workspaces
 };
 
 // Decides whether a command goes to Ray: `-e ray`, a benchmark YAML with
@@ -74,12 +76,22 @@ RayJobOutcome finish_ray_job(const RayJobRequest& request, RayJobOutcome submitt
                              const JobContext& context);
 
 // Status, result (logs and gathered files), cancel and list of jobs on a cluster.
+RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& submission_id,
+                             const std::filesystem::path& local_output_dir,
+                             const JobContext& context);
 RayJobOutcome ray_job_status(const ray::RayConfig& cluster, const std::string& submission_id,
                              size_t log_lines);
-RayJobOutcome ray_job_result(const ray::RayConfig& cluster, const std::string& submission_id,
-                             const std::filesystem::path& local_output_dir);
 RayJobOutcome cancel_ray_job(const ray::RayConfig& cluster, const std::string& submission_id);
 std::vector<RayJobOutcome> list_ray_jobs(const ray::RayConfig& cluster, bool magpie_only);
+
+// Records a finished job's gathered workspaces in the local results store
+// (when context.record), as local runs are recorded, with the Ray job id,
+// cluster, status and remote folder as metadata; a job that left no
+// readable report is recorded as one failed run. Idempotent: gathering the
+// same job again adds nothing. A node sharing this store (a loopback
+// cluster) already recorded its run: that row gets the metadata instead.
+// Returns the run ids; a store that cannot be written costs a warning.
+std::vector<int64_t> record_ray_run(const RayJobOutcome& outcome, const JobContext& context);
 
 // The exit code a finished job maps to: 0 on success, the command's own code
 // when it failed, 130 when stopped.
@@ -110,6 +122,7 @@ struct BatchRunResult {
   std::string submission_id;  // Ray runs
   double wall_seconds = 0;
   std::string error;  // the failure, with the log tail
+  std::vector<int64_t> run_ids;  // Ray runs: rows in the local results store
 };
 
 struct BatchOutcome {

@@ -26,6 +26,15 @@ jobs::JobContext ray_job_context(const ToolCall& call) {
   c.progress = [progress = call.progress](const jobs::Progress& p) {
     progress({p.done, p.total, p.message});
   };
+  // A Ray job's log while it runs: one progress message per line, "[label] line".
+  c.log = [progress = call.progress](const std::string& source, const std::string& lines) {
+    for (size_t pos = 0; pos < lines.size();) {
+      size_t end = lines.find('\n', pos);
+      if (end == std::string::npos) end = lines.size();
+      if (end > pos) progress({0, std::nullopt, "[" + source + "] " + lines.substr(pos, end - pos)});
+      pos = end + 1;
+    }
+  };
   return c;
 }
 
@@ -51,6 +60,10 @@ ray::RayConfig cluster_of(const ToolCall& call) {
 }
 
 json nullable_integer() { return {{"type", json::array({"integer", "null"})}}; }
+
+json run_ids_schema() {
+  return s::array(s::integer(""), "rows of the local results store (magpie results show ID)");
+}
 
 json task_schema_properties() {
   return {{"task_id", s::string("Ray submission id")},
@@ -147,10 +160,11 @@ Tool ray_task_result_tool() {
                    {"files", s::array(s::string(""), "relative to local_output_dir")},
                    {"where_results_are", s::string("when not gathered")},
                    {"report", s::any_object("{file, content} of the first report, or {}")},
-                   {"logs_tail", s::string("")}});
+                   {"logs_tail", s::string("")},
+                   {"run_ids", run_ids_schema()}});
   t.handler = [](const ToolCall& call) {
     auto o = jobs::ray_job_result(cluster_of(call), arg<std::string>(call, "task_id", ""),
-                                  arg<std::string>(call, "output_dir", ""));
+                                  arg<std::string>(call, "output_dir", ""), ray_job_context(call));
     json out = task_json(o);
     out["collected"] = o.collected;
     out["local_output_dir"] = o.local_output_dir.string();
@@ -158,6 +172,7 @@ Tool ray_task_result_tool() {
     out["where_results_are"] = o.where_results_are;
     out["report"] = first_report(o);
     out["logs_tail"] = o.logs_tail;
+    out["run_ids"] = o.run_ids;
     return ToolOutput{out, jobs::console_text(o)};
   };
   return t;
@@ -247,7 +262,8 @@ Tool benchmark_batch_tool() {
        {"task_id", s::string("Ray submission id (empty for local runs)")},
        {"output_dir", s::string("")},
        {"wall_seconds", s::number("")},
-       {"error", s::string("")}},
+       {"error", s::string("")},
+       {"run_ids", run_ids_schema()}},
       {"name", "status", "exit_code"});
   t.output_schema = s::object({{"runs", s::array(run, "")},
                                {"all_succeeded", s::boolean("")},
@@ -275,7 +291,8 @@ Tool benchmark_batch_tool() {
                       {"task_id", r.submission_id},
                       {"output_dir", r.output_dir.string()},
                       {"wall_seconds", r.wall_seconds},
-                      {"error", r.error}});
+                      {"error", r.error},
+                      {"run_ids", r.run_ids}});
     json out = {{"runs", runs},
                 {"all_succeeded", o.all_succeeded()},
                 {"summary_json", o.summary_json.string()},
@@ -379,7 +396,7 @@ ToolOutput ray_benchmark(const ToolCall& call) {
   const bool success = submitted_only || jobs::exit_code_of(o) == 0;
   json out = {{"success", success},
               {"workspace", workspace},
-              {"run_id", 0},
+              {"run_id", o.run_ids.empty() ? int64_t{0} : o.run_ids.front()},
               {"report", report.contains("content") ? report["content"] : json::object()},
               {"ray_task", task_json(o)}};
   std::string text = jobs::console_text(o);

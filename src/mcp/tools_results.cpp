@@ -29,6 +29,7 @@ json run_schema() {
        {"workspace", s::string("")},
        {"workspace_exists", s::boolean("")},
        {"metrics", s::any_object("key metrics by name")},
+       {"metadata", s::any_object("where it ran: ray_job_id, ray_cluster, ray_status for a Ray job")},
        {"started_at", s::string("ISO-8601 UTC")},
        {"finished_at", s::string("")},
        {"error", s::string("")}},

@@ -272,14 +272,43 @@ std::string JobsClient::resource_summary() const {
     Response r = request("GET", "/api/cluster_status");
     if (r.status != 200) return {};
     json j = json::parse(r.body, nullptr, false);
+    // usage: {resource: [used, total]}; what a waiting job could get is total - used.
+    const json usage =
+        j.value("/data/clusterStatus/loadMetricsReport/usage"_json_pointer, json::object());
+    std::string available;
+    auto amount = [](const std::string& name, double v) {
+      return name == "memory" || name == "objectStoreMemory"
+                 ? fmt::format("{:.1f} GiB {}", v / (1024.0 * 1024 * 1024), name)
+                 : fmt::format("{:g} {}", v, name);
+    };
+    if (usage.is_object()) {
+      for (const char* name : {"CPU", "GPU", "memory"}) {
+        auto it = usage.find(name);
+        double used = 0, total = 0;
+        if (it != usage.end() && it->is_array() && it->size() == 2) {
+          used = (*it)[0].get<double>();
+          total = (*it)[1].get<double>();
+        }
+        available += fmt::format("{}{} (of {:g})", available.empty() ? "" : ", ",
+                                 amount(name, total - used), total);
+      }
+      for (const auto& [name, pair] : usage.items())  // custom resources, e.g. H200
+        if (name != "CPU" && name != "GPU" && name != "memory" && name != "objectStoreMemory" &&
+            name.rfind("node:", 0) != 0 && name.rfind("accelerator_type:", 0) != 0 &&
+            pair.is_array() && pair.size() == 2)
+          available += fmt::format(", {}", amount(name, pair[1].get<double>() - pair[0].get<double>()));
+    }
+    if (!available.empty()) available = "available now: " + available;
     std::string text = j.value("/data/autoscalingStatus"_json_pointer, std::string{});
     for (size_t pos = 0; pos < text.size();) {
       size_t end = text.find('\n', pos);
       std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-      if (auto k = line.find("ResourceUsage:"); k != std::string::npos) return line.substr(k);
+      if (auto k = line.find("ResourceUsage:"); k != std::string::npos)
+        return available.empty() ? line.substr(k) : available + "; " + line.substr(k);
       if (end == std::string::npos) break;
       pos = end + 1;
     }
+    return available;
   } catch (const std::exception&) {
   }
   return {};
@@ -316,6 +345,7 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       last = info.status;
       first = false;
     }
+    if (o.on_poll) o.on_poll(info);
     if (terminal(info.status)) return info;
     if (o.cancel && o.cancel->load()) return info;
     const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
@@ -353,6 +383,34 @@ JobInfo wait_for_job(const JobsClient& client, const std::string& id, const Wait
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     poll = std::min(o.max_poll, poll * 2);
   }
+}
+
+std::string LogFollower::take(const std::string& log) {
+  // A shorter log than before is a different log (a resubmitted id): start over.
+  if (log.size() < seen_ || log.compare(0, seen_, log_, 0, seen_) != 0) seen_ = 0;
+  log_ = log;
+  size_t end = log_.rfind('\n');
+  if (end == std::string::npos || end + 1 <= seen_) return {};
+  std::string out = log_.substr(seen_, end + 1 - seen_);
+  seen_ = end + 1;
+  return out;
+}
+
+std::string LogFollower::poll() {
+  try {
+    return take(client_.logs(id_));
+  } catch (const Error&) {
+    return {};  // not there yet, or a hiccup: the next poll catches up
+  }
+}
+
+std::string LogFollower::finish() {
+  std::string out = poll();
+  if (seen_ < log_.size()) {
+    out += log_.substr(seen_);
+    seen_ = log_.size();
+  }
+  return out;
 }
 
 std::string last_lines(const std::string& text, size_t n) {

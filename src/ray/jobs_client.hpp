@@ -90,10 +90,35 @@ struct WaitOptions {
   const std::atomic<bool>* cancel =
       nullptr;  // set → returns the info as it stands (caller stops or detaches)
   std::function<void(const JobInfo&)> on_change;  // status changed (and once at start)
+  std::function<void(const JobInfo&)> on_poll;    // after every status poll (log following)
 };
 
 JobInfo wait_for_job(const JobsClient& client, const std::string& submission_id,
                      const WaitOptions& options);
+
+// Follows a job's log while it runs by asking for the whole log
+// (GET /api/jobs/{id}/logs) and keeping what is new: plain HTTP like the rest
+// of the client, so it works through the same proxies and headers (Ray's
+// websocket tail endpoint often does not). Hands out whole lines only; the
+// unfinished last line waits for its newline, or for finish().
+class LogFollower {
+ public:
+  LogFollower(const JobsClient& client, std::string submission_id)
+      : client_(client), id_(std::move(submission_id)) {}
+  // Complete lines written since the last call; "" when none (or the
+  // dashboard did not answer this time: the next call catches up).
+  std::string poll();
+  // Everything not handed out yet, the unfinished last line included.
+  std::string finish();
+  // Feeds a whole log as fetched; returns the new complete lines (poll's core).
+  std::string take(const std::string& log);
+
+ private:
+  const JobsClient& client_;
+  std::string id_;
+  size_t seen_ = 0;  // bytes of the log already handed out
+  std::string log_;  // the last log fetched
+};
 
 // The last `n` lines of a log.
 std::string last_lines(const std::string& text, size_t n);

@@ -54,6 +54,15 @@ CREATE TABLE run_metrics (
   PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
 )sql",
+    // 1 → 2: free-form facts about a run, e.g. the Ray job and cluster that ran it.
+    R"sql(
+CREATE TABLE run_metadata (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+)sql",
 };
 static_assert(std::size(kMigrations) == ResultsStore::kSchemaVersion);
 
@@ -123,6 +132,16 @@ void write_metrics(Database& db, int64_t id, const std::map<std::string, double>
     if (!std::isfinite(value))
       continue;  // SQLite stores NaN as NULL; a missing metric says the same
     ins.bind(1, id).bind(2, name).bind(3, value).run();
+    ins.reset();
+  }
+}
+
+void merge_metadata(Database& db, int64_t id, const std::map<std::string, std::string>& metadata) {
+  auto ins = db.prepare(
+      "INSERT INTO run_metadata (run_id, key, value) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value");
+  for (const auto& [key, value] : metadata) {
+    ins.bind(1, id).bind(2, key).bind(3, value).run();
     ins.reset();
   }
 }
@@ -201,6 +220,14 @@ struct ResultsStore::Impl {
     return m;
   }
 
+  std::map<std::string, std::string> metadata_of(int64_t id) {
+    std::map<std::string, std::string> m;
+    auto q = db.prepare("SELECT key, value FROM run_metadata WHERE run_id = ?1");
+    q.bind(1, id);
+    while (q.step()) m[q.column_text(0)] = q.column_text(1);
+    return m;
+  }
+
   std::vector<RunRecord> query(std::string_view where_and_order,
                                const std::vector<std::string>& text_params, int64_t limit) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
@@ -209,7 +236,10 @@ struct ResultsStore::Impl {
     q.bind(static_cast<int>(text_params.size() + 1), limit);
     std::vector<RunRecord> out;
     while (q.step()) out.push_back(read_row(q));
-    for (auto& r : out) r.metrics = metrics_of(r.id);
+    for (auto& r : out) {
+      r.metrics = metrics_of(r.id);
+      r.metadata = metadata_of(r.id);
+    }
     return out;
   }
 };
@@ -430,8 +460,24 @@ std::optional<int64_t> ResultsStore::insert_finished(const RunRecord& r, bool un
   ins.run();
   int64_t id = db.last_insert_id();
   write_metrics(db, id, r.metrics);
+  merge_metadata(db, id, r.metadata);
   tx.commit();
   return id;
+}
+
+void ResultsStore::set_metadata(int64_t id, const std::map<std::string, std::string>& metadata) {
+  std::lock_guard lock(impl_->mutex);
+  auto& db = impl_->db;
+  WriteTransaction tx(db);
+  {
+    auto q = db.prepare("SELECT 1 FROM runs WHERE id = ?1");
+    q.bind(1, id);
+    if (!q.step())
+      throw Error(ErrorKind::kNotFound, fmt::format("no run with id {} in the results store", id),
+                  path().string());
+  }
+  merge_metadata(db, id, metadata);
+  tx.commit();
 }
 
 size_t ResultsStore::import_workspaces(const fs::path& dir) {

@@ -49,6 +49,8 @@ struct RunRecord {
   int64_t pid = 0;
   std::string host;
   std::map<std::string, double> metrics;
+  // Facts about where the run ran, e.g. ray_job_id and ray_cluster for a Ray job.
+  std::map<std::string, std::string> metadata;
   bool workspace_exists =
       true;  // filled from disk when read; a deleted workspace is kept, marked missing
 };
@@ -61,7 +63,7 @@ struct RunFilter {
 
 class ResultsStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // $MAGPIE_RESULTS_DB, or ~/.magpie/results.db ($HOME, else the passwd entry).
   static std::filesystem::path default_path();
@@ -100,6 +102,9 @@ class ResultsStore {
   // Records one already-finished run as it is (import's building block); with
   // `unless_indexed`, atomically skips it (nullopt) when its workspace is known.
   std::optional<int64_t> insert_finished(const RunRecord& record, bool unless_indexed = false);
+
+  // Adds (or replaces) metadata keys of a run. Throws Error(kNotFound) for an unknown id.
+  void set_metadata(int64_t id, const std::map<std::string, std::string>& metadata);
 
   // Marks kRunning rows of dead processes on this host kIncomplete; returns how many.
   size_t reap_incomplete();

@@ -18,7 +18,8 @@ nlohmann::json to_json(const RunRecord& r) {
           {"finished_at", r.finished_at},
           {"pid", r.pid},
           {"host", r.host},
-          {"metrics", r.metrics}};
+          {"metrics", r.metrics},
+          {"metadata", r.metadata}};
 }
 
 }  // namespace magpie::store

@@ -168,3 +168,62 @@ def test_batch_runs_here_without_a_cluster(server, tmp_path):
     assert status == {"gap": ("SUCCEEDED", 0), "lens": ("SUCCEEDED", 0), "broken": ("FAILED", 3)}, status
     assert Path(out["summary_json"]).is_file()
     assert (tmp_path / "out" / "gap" / "gap_analysis" / "gap_analysis.csv").is_file()
+
+
+def test_batch_streams_job_logs_as_progress_and_records_the_runs(magpie, head, tmp_path):
+    """benchmark_batch waiting on a Ray job sends the job's log lines as
+    progress messages while it runs: the job (a node-side `magpie` wrapper)
+    prints a marker and waits until the test, having seen the marker in a
+    progress message, opens a gate; a log read only at the end would leave
+    the gate shut and the job fails. The gathered run lands in the server's
+    results store with the Ray job id."""
+    gate = tmp_path / "gate"
+    script = tmp_path / "gated-magpie.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "echo 'follow-marker: first line'\n"
+        "i=0\n"
+        f"while [ ! -e '{gate}' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+        f"[ -e '{gate}' ] || {{ echo 'follow-marker: gate never opened'; exit 1; }}\n"
+        "echo 'follow-marker: gate opened'\n"
+        f"exec '{magpie}' \"$@\"\n")
+    script.chmod(0o755)
+    env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"), MAGPIE_RAY_MAGPIE_COMMAND=str(script))
+    env.pop("RAY_ADDRESS", None)
+    server = StdioServerParameters(command=str(magpie), args=["mcp"], env=env)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(f"batch:\n  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n")
+    cluster = {"ray_cluster_address": head.address, "ray_shared_storage_path": str(shared)}
+    messages = []
+
+    async def progress(value, total, message):
+        messages.append(message or "")
+        if message and "follow-marker: first line" in message:
+            gate.touch()
+
+    async def run():
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            result = await client.call_tool("benchmark_batch", {"configs": [str(batch)], "output_dir":
+                                            str(tmp_path / "out"), **cluster}, progress_callback=progress)
+            batch_out = check(result, tools["benchmark_batch"])
+            task = batch_out["runs"][0]["task_id"]
+            again = check(await client.call_tool("ray_task_result", {"task_id": task, **cluster}),
+                          tools["ray_task_result"])
+            listed = check(await client.call_tool("list_benchmark_results", {}), tools["list_benchmark_results"])
+            return batch_out, again, listed
+
+    batch_out, again, listed = asyncio.run(run())
+    run_ = batch_out["runs"][0]
+    assert run_["status"] == "SUCCEEDED", batch_out
+    markers = [m for m in messages if "follow-marker" in m]
+    assert markers == ["[gap] follow-marker: first line", "[gap] follow-marker: gate opened"], messages
+    assert any(m.startswith("[gap] ") and "Gap Analysis" in m for m in messages), messages
+    # One row in the store, found again (not duplicated) when the result is gathered a second time.
+    assert len(run_["run_ids"]) == 1 and again["run_ids"] == run_["run_ids"], (run_, again)
+    runs = listed["runs"]
+    assert len(runs) == 1 and runs[0]["id"] == run_["run_ids"][0], runs
+    assert runs[0]["kind"] == "gap_analysis" and runs[0]["metadata"]["ray_job_id"] == run_["task_id"], runs
+    assert runs[0]["metadata"]["ray_cluster"] == head.address, runs

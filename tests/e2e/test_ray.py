@@ -112,7 +112,9 @@ def test_pending_job_is_stopped_with_the_clusters_resources(magpie, env, tmp_pat
     r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
                         "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "PENDING" in r.stderr and "CPU" in r.stderr and "entrypoint_num_gpus" in r.stderr, r.stderr
+    assert "PENDING" in r.stderr and "entrypoint_num_gpus" in r.stderr, r.stderr
+    # What the cluster could give: the head's 2 CPUs, and no GPU at all.
+    assert "available now: 2 CPU (of 2), 0 GPU (of 0)" in r.stderr, r.stderr
     # Ray queues a stop for a job whose supervisor never got its resources:
     # it stays PENDING there (never RUNNING), and never ran its entrypoint.
     ours = [j for j in jobs(head) if (j.get("metadata") or {}).get("magpie_local_output_dir") == str(tmp_path / "out")]
@@ -303,3 +305,195 @@ def test_killed_worker_fails_the_job_and_keeps_partial_results(magpie, env, tmp_
     assert any((tmp_path / "out").iterdir()), out
     for pid in _pids_running(f"sleep {marker}"):  # the orphaned testcase, ours to end
         os.kill(pid, signal.SIGKILL)
+
+
+def _results(magpie, env, *args):
+    r = subprocess.run([str(magpie), "results", *args], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def _gated_magpie(tmp_path, magpie):
+    """A node-side `magpie` that prints a marker line, waits until the test
+    opens a gate (a file), prints a second marker and runs the real magpie.
+    The gate only opens when the first line reached the submitting side while
+    the job still ran: a log read only at the end would leave it shut (the
+    script gives up after 120 s and fails the job)."""
+    gate = tmp_path / "gate"
+    script = tmp_path / "gated-magpie.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "echo 'follow-marker: first line, job still running'\n"
+        "i=0\n"
+        f"while [ ! -e '{gate}' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+        f"[ -e '{gate}' ] || {{ echo 'follow-marker: gate never opened'; exit 1; }}\n"
+        "echo 'follow-marker: gate opened'\n"
+        f"exec '{magpie}' \"$@\"\n")
+    script.chmod(0o755)
+    return script, gate
+
+
+def test_job_log_streams_while_the_job_runs_and_the_run_is_recorded(magpie, env, tmp_path, head):
+    script, gate = _gated_magpie(tmp_path, magpie)
+    cfg, _ = ray_config(tmp_path, magpie_command=str(script))
+    out = tmp_path / "out"
+    stderr = open(tmp_path / "stderr.txt", "w")
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "benchmark", "--trace-dir", str(EXAMPLE_TRACES),
+                          "-o", str(out)], env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        if "follow-marker: first line" in line:
+            gate.touch()  # seen here while the job waits for it
+    p.wait(timeout=180)
+    text = "".join(lines)
+    assert p.returncode == 0, text + (tmp_path / "stderr.txt").read_text()
+    order = [line.strip() for line in lines if "follow-marker" in line]
+    assert order == ["follow-marker: first line, job still running", "follow-marker: gate opened"], text
+    # The node's own console (the gap analysis) came after, then the summary; nothing printed twice.
+    assert text.index("gate opened") < text.index("Gap Analysis") < text.index("SUCCEEDED"), text
+    assert text.count("follow-marker: first line") == 1, text
+
+    # The gathered run is in the local results store, with the Ray job and cluster.
+    job_id = re.search(r"Ray job (magpie-\S+) at", text).group(1)
+    runs = json.loads(_results(magpie, env, "list", "--json"))
+    assert len(runs) == 1, runs
+    run = runs[0]
+    assert run["kind"] == "gap_analysis" and run["status"] == "succeeded", run
+    assert run["workspace"] == str(out / "gap_analysis"), run
+    assert run["metadata"]["ray_job_id"] == job_id and run["metadata"]["ray_cluster"] == head.address, run
+    assert run["metrics"]["num_ranks"] >= 1, run
+    assert "(ray)" in _results(magpie, env, "list")
+    shown = _results(magpie, env, "show", str(run["id"]))
+    assert job_id in shown and head.address in shown and "total_duration_us" in shown, shown
+    assert f"Recorded: results store run {run['id']}" in text, text
+
+
+def test_read_only_shared_storage_is_refused_before_submitting(magpie, env, tmp_path, head):
+    """A real read-only mount: the shared folder bind-mounted read-only in a
+    private mount namespace (unshare -rm), where magpie then runs."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm (user + mount namespaces) is not allowed here: no way to make a read-only mount")
+    cfg, shared = ray_config(tmp_path)
+    before = len(jobs(head))
+    cmd = (f"mount --bind '{shared}' '{shared}' && mount -o remount,bind,ro '{shared}' && "
+           f"exec '{magpie}' -c '{cfg}' -e ray benchmark --trace-dir '{EXAMPLE_TRACES}' -o '{tmp_path / 'out'}'")
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", cmd], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "not writable" in r.stderr and "Read-only file system" in r.stderr and str(shared) in r.stderr, r.stderr
+    assert len(jobs(head)) == before
+
+
+def _stop_job(head, job_id):
+    req = urllib.request.Request(f"{head.address}/api/jobs/{job_id}/stop", method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def _wait_for_job(head, pred, timeout=90):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = [j for j in jobs(head) if pred(j)]
+        if found:
+            return found
+        time.sleep(0.25)
+    return []
+
+
+def test_batch_with_a_job_stopped_mid_run_reports_it_while_the_others_succeed(magpie, env, tmp_path, head):
+    cfg, _ = ray_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("entrypoint_num_cpus: 1", "entrypoint_num_cpus: 0.5"))
+    trace = next(EXAMPLE_TRACES.glob("*.json.gz"))
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    marker = f"{free_port()}.75"
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "batch:\n"
+        f"  - {{name: gap, command: [benchmark, --trace-dir, '{EXAMPLE_TRACES}']}}\n"
+        f"  - {{name: lens, command: [tracelens, '{trace}']}}\n"
+        f"  - {{name: slow, command: [analyze, '{kernel}', --type, pytorch, --no-perf, --testcase, 'sleep {marker}']}}\n")
+    out = tmp_path / "batch"
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "-w", "3", "batch", str(batch), "-o", str(out)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+            time.sleep(0.25)
+        assert _pids_running(f"sleep {marker}"), "the slow job's testcase never started"
+        slow = _wait_for_job(head, lambda j: (j.get("metadata") or {}).get("magpie_local_output_dir") == str(out / "slow"))
+        assert len(slow) == 1, slow
+        _stop_job(head, slow[0]["submission_id"])  # stopped from outside, as `ray job stop` does
+        stdout, stderr = p.communicate(timeout=180)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1, stdout + stderr
+    runs = {run["name"]: run for run in json.loads((out / "batch_summary.json").read_text())["runs"]}
+    assert {n: run["status"] for n, run in runs.items()} == {"gap": "SUCCEEDED", "lens": "SUCCEEDED",
+                                                             "slow": "STOPPED"}, runs
+    assert runs["slow"]["exit_code"] == 130 and runs["slow"]["submission_id"] == slow[0]["submission_id"], runs
+    assert re.search(r"slow\s+STOPPED", stdout), stdout
+    assert not _pids_running(f"sleep {marker}")
+    # Each job is in the local results store with its Ray job id; the stopped one as cancelled.
+    recorded = {r["metadata"].get("ray_job_id"): r for r in json.loads(_results(magpie, env, "list", "--json"))}
+    for name, run in runs.items():
+        assert run["run_ids"], run
+        assert run["submission_id"] in recorded, (name, recorded.keys())
+    assert recorded[runs["gap"]["submission_id"]]["kind"] == "gap_analysis"
+    assert recorded[runs["lens"]["submission_id"]]["kind"] == "tracelens"
+    assert recorded[runs["slow"]["submission_id"]]["status"] == "cancelled", recorded
+    shown = _results(magpie, env, "show", str(runs["lens"]["run_ids"][0]))
+    assert runs["lens"]["submission_id"] in shown and "tracelens" in shown, shown
+    # The jobs' logs came while they ran, tagged with the run's name, on stderr.
+    assert "[gap] " in stderr and "[lens] " in stderr, stderr
+
+
+def test_ctrl_c_stops_every_submitted_batch_job_unless_detached(magpie, env, tmp_path, head):
+    cfg, _ = ray_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("entrypoint_num_cpus: 1", "entrypoint_num_cpus: 0.5"))
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    markers = [f"{free_port()}.{n}5" for n in (1, 2)]
+    batch = tmp_path / "batch.yaml"
+    batch.write_text("batch:\n" + "".join(
+        f"  - {{name: s{i}, command: [analyze, '{kernel}', --type, pytorch, --no-perf, --testcase, 'sleep {m}']}}\n"
+        for i, m in enumerate(markers)))
+    out = tmp_path / "batch"
+    p = subprocess.Popen([str(magpie), "-c", str(cfg), "-e", "ray", "batch", str(batch), "-o", str(out)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not all(_pids_running(f"sleep {m}") for m in markers):
+        time.sleep(0.25)
+    assert all(_pids_running(f"sleep {m}") for m in markers), "the jobs' testcases never both started"
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stdout + stderr
+    runs = json.loads((out / "batch_summary.json").read_text())["runs"]
+    assert [r["status"] for r in runs] == ["STOPPED", "STOPPED"], runs
+    ours = {j["submission_id"]: j["status"] for j in jobs(head)
+            if (j.get("metadata") or {}).get("magpie_local_output_dir", "").startswith(str(out))}
+    assert sorted(ours) == sorted(r["submission_id"] for r in runs) and set(ours.values()) == {"STOPPED"}, ours
+    deadline = time.time() + 30
+    while time.time() < deadline and any(_pids_running(f"sleep {m}") for m in markers):
+        time.sleep(0.25)
+    assert not any(_pids_running(f"sleep {m}") for m in markers), "a job's process outlived the stop"
+
+    # --detach: submitted, and still running after magpie returned.
+    marker = f"{free_port()}.35"
+    batch.write_text(f"batch:\n  - {{name: d, command: [analyze, '{kernel}', --type, pytorch, --no-perf, "
+                     f"--testcase, 'sleep {marker}']}}\n")
+    r = subprocess.run([str(magpie), "-c", str(cfg), "-e", "ray", "batch", "--detach", str(batch), "-o",
+                        str(tmp_path / "detached")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = json.loads((tmp_path / "detached" / "batch_summary.json").read_text())["runs"][0]
+    assert run["status"] == "SUBMITTED", run
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not _pids_running(f"sleep {marker}"):
+            time.sleep(0.25)
+        assert _pids_running(f"sleep {marker}"), "the detached job never ran"
+        state = {j["submission_id"]: j["status"] for j in jobs(head)}[run["submission_id"]]
+        assert state == "RUNNING", state
+    finally:
+        _stop_job(head, run["submission_id"])

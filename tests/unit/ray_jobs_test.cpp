@@ -112,3 +112,23 @@ TEST(BatchEntries, ConfigsCommandsAndUniqueNames) {
 
 }  // namespace
 }  // namespace magpie::jobs
+
+namespace magpie::ray {
+namespace {
+
+// The follower hands out each whole line once, holds an unfinished line back
+// until its newline (or finish), and starts over when the log is not a
+// continuation of the one it saw.
+TEST(LogFollower, WholeNewLinesOnce) {
+  JobsClient client(ClusterAddress{});  // take() never talks to it
+  LogFollower f(client, "job");
+  EXPECT_EQ(f.take(""), "");
+  EXPECT_EQ(f.take("a\nb"), "a\n");
+  EXPECT_EQ(f.take("a\nb"), "");
+  EXPECT_EQ(f.take("a\nbc\nd\n"), "bc\nd\n");
+  EXPECT_EQ(f.take("a\nbc\nd\n"), "");
+  EXPECT_EQ(f.take("x\n"), "x\n");  // a different log: from its start
+}
+
+}  // namespace
+}  // namespace magpie::ray

@@ -470,3 +470,56 @@ TEST(StoreResultsStore, IsoTimesRoundTrip) {
 
 }  // namespace
 }  // namespace magpie::store
+
+namespace magpie::store {
+namespace {
+
+TEST(StoreResultsStore, MetadataIsStoredMergedAndMigratedInto) {
+  auto d = temp_dir("metadata");
+  // A version-1 file (before run_metadata) keeps its runs and gains the table.
+  {
+    sqlite3* h = nullptr;
+    sqlite3_open((d / "v1.db").c_str(), &h);
+    sqlite3_exec(h,
+                 "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                 "INSERT INTO schema_version VALUES (1);"
+                 "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, "
+                 "status TEXT NOT NULL, face TEXT NOT NULL DEFAULT 'cli', command_line TEXT NOT NULL "
+                 "DEFAULT '', config_hash TEXT NOT NULL DEFAULT '', git_commit TEXT NOT NULL DEFAULT "
+                 "'', gpu TEXT NOT NULL DEFAULT '', workspace TEXT NOT NULL DEFAULT '', error TEXT "
+                 "NOT NULL DEFAULT '', started_at TEXT NOT NULL, finished_at TEXT NOT NULL DEFAULT "
+                 "'', pid INTEGER NOT NULL DEFAULT 0, pid_start_ticks INTEGER, host TEXT NOT NULL "
+                 "DEFAULT '');"
+                 "CREATE TABLE run_metrics (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE "
+                 "CASCADE, name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (run_id, name)) "
+                 "WITHOUT ROWID;"
+                 "INSERT INTO runs (kind, status, started_at) VALUES ('benchmark', 'succeeded', "
+                 "'2026-01-01T00:00:00.000Z');",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  auto db = ResultsStore::open(d / "v1.db");
+  EXPECT_EQ(count_rows(d / "v1.db", "SELECT version FROM schema_version"), ResultsStore::kSchemaVersion);
+  auto old = db.get(1);
+  ASSERT_TRUE(old);
+  EXPECT_TRUE(old->metadata.empty());
+
+  RunRecord r;
+  r.kind = RunKind::kGapAnalysis;
+  r.status = RunStatus::kSucceeded;
+  r.workspace = (d / "ws").string();
+  r.metadata = {{"ray_job_id", "magpie-x-1"}, {"ray_cluster", "http://127.0.0.1:8265"}};
+  auto id = db.insert_finished(r);
+  ASSERT_TRUE(id);
+  db.set_metadata(*id, {{"ray_status", "SUCCEEDED"}, {"ray_cluster", "http://head:8265"}});
+  auto got = db.get(*id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->metadata, (std::map<std::string, std::string>{{"ray_job_id", "magpie-x-1"},
+                                                               {"ray_cluster", "http://head:8265"},
+                                                               {"ray_status", "SUCCEEDED"}}));
+  EXPECT_EQ(db.list({}).front().metadata.at("ray_job_id"), "magpie-x-1");
+  EXPECT_THROW(db.set_metadata(9999, {{"k", "v"}}), Error);
+}
+
+}  // namespace
+}  // namespace magpie::store
