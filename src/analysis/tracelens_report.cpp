@@ -479,15 +479,6 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     }
     write_collective_report(std::move(collection), out_root, o, r);
   }
-  if (r.stage_results.empty()) {
-    throw Error(ErrorKind::kNoGpuEvents,
-                fmt::format("no iteration of the requested stage(s) has GPU work (split: {}): "
-                            "nothing to report in inference mode",
-                            r.split_method.empty() ? "none" : r.split_method),
-                trace_path.string(), std::nullopt,
-                "an inference trace needs step annotations (vLLM, SGLang, ATOM, decode_step_N) "
-                "or aten::embedding token ids; use --mode pytorch for any other trace");
-  }
   r.analyse_s = seconds_since(t_split);
   r.total_s = seconds_since(t_start);
   return r;

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/text_head.hpp"
+#include "trace/trace_loader.hpp"
 
 namespace magpie::trace {
 
@@ -149,6 +150,11 @@ TraceOrigin peek_origin(const fs::path& path) {
   std::string outer = head.substr(0, key);
   while (!outer.empty() && (outer.back() == ',' || std::isspace(static_cast<unsigned char>(outer.back()))))
     outer.pop_back();
+  // Older writers (HTA's samples, Kineto before distributedInfo moved up) put
+  // every other key after the events: only the whole trace can say its rank.
+  if (outer.find_first_not_of(" \t\r\n{") == std::string::npos) {
+    return origin_of(load_trace(path, IngestOptions{}));
+  }
   outer += "}";
   simdjson::dom::parser parser;
   simdjson::dom::element root;

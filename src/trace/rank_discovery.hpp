@@ -65,9 +65,11 @@ std::string worker_name(std::string_view file_name);
 // From a loaded trace: its rank (if the trace says), host pid and time span.
 TraceOrigin origin_of(const Trace& trace);
 
-// From the first bytes of a file (distributedInfo is written before the event
-// array): cheap, for choosing a folder's rank 0 without loading every trace.
-// Throws Error for a file that cannot be opened.
+// From the first bytes of a file (current Kineto writes distributedInfo before
+// the event array): cheap, for choosing a folder's rank 0 without loading
+// every trace. A file whose event array comes first (older writers put the
+// other keys after it) is loaded whole. Throws Error for a file that cannot
+// be opened (or, loaded whole, read).
 TraceOrigin peek_origin(const std::filesystem::path& path);
 
 // Applies the rules above. `origins` in file-name order. Throws Error(kUsage)
