@@ -61,13 +61,15 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Magpie's filter (case-insensitive substring, ignore list first), applied to
-// device work only: kernels, copies and sets as the profiler marks them. A
-// category is matched by its text and by Kineto's current name for it, so the
-// legacy "Memcpy"/"Memset"/"Kernel" of older traces count as gpu_memcpy,
-// gpu_memset and kernel do (docs/TRACELENS.md "Ranks, cycles and kinds of
-// trace"), and another tool's "gpu" category (Chrome's GPU-process tasks) is
-// never device work.
+// Magpie's filter (case-insensitive substring, ignore list first). With the
+// default categories it selects device work only: kernels, copies and sets as
+// the profiler marks them, so another tool's "gpu" category (Chrome's
+// GPU-process tasks) is never taken for kernels; a category list of the
+// user's own is matched over every event, as Magpie does (MTIA's
+// mtia_ccp_events). A category is matched by its text and by Kineto's current
+// name for it, so the legacy "Memcpy"/"Memset"/"Kernel" of older traces count
+// as gpu_memcpy, gpu_memset and kernel do (docs/TRACELENS.md "Ranks, cycles
+// and kinds of trace").
 std::vector<bool> category_filter(const trace::Trace& trace, const GapAnalysisConfig& config) {
   std::vector<std::string> allow, ignore;
   for (const auto& c : config.categories) allow.push_back(lower(c));
@@ -80,8 +82,9 @@ std::vector<bool> category_filter(const trace::Trace& trace, const GapAnalysisCo
   std::vector<bool> keep_by_cat(trace.strings.size(), false);
   std::vector<bool> decided(trace.strings.size(), false);
   std::vector<bool> keep(trace.events.size(), false);
+  const bool device_only = config.categories == GapAnalysisConfig{}.categories;
   for (size_t r = 0; r < trace.events.size(); ++r) {
-    if (!trace::is_gpu_activity(trace.events.category[r])) continue;
+    if (device_only && !trace::is_gpu_activity(trace.events.category[r])) continue;
     StringId id = trace.events.cat_name[r];
     if (!decided[id]) {
       const std::string cat = lower(trace.str(id));

@@ -185,3 +185,17 @@ def test_roofline_for_a_gpu_outside_the_old_table(magpie, tmp_path):
     proc = run(magpie, "pytorch", trace, tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     assert "unknown GPU" not in proc.stderr, proc.stderr
+
+
+def test_own_category_list_is_matched_over_every_event(magpie, tmp_path):
+    """The device-only rule is the default's; a list of one's own is Magpie's substring
+    match over every event (Meta's MTIA writes mtia_ccp_events, not kernel)."""
+    trace = PUBLIC / "hta__mtia_inference_trace__mtia_inference_rank_0.json.gz"
+    d = folder(tmp_path, "in", {trace.name: trace})
+    assert run(magpie, "gap", d, tmp_path / "default").returncode == 6
+    proc = subprocess.run([str(magpie), "benchmark", "--trace-dir", str(d), "-o", str(tmp_path / "own"),
+                           "--categories", "mtia_ccp_events"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    expected = sum(e.get("dur", 0) for e in events(trace) if "mtia_ccp_events" in str(e.get("cat", "")).lower())
+    report = json.loads((tmp_path / "own" / "gap_analysis" / "gap_analysis.json").read_text())
+    assert report["total_duration_us"] == pytest.approx(expected, rel=1e-6)
