@@ -301,15 +301,17 @@ Loaded load_rank0(const TraceLensOptions& o, TraceLensResult& r) {
   if (files.size() > 1) {
     std::vector<trace::TraceOrigin> origins;
     std::vector<fs::path> readable;
+    std::optional<Error> first_error;
     for (const auto& f : files) {
       try {
         origins.push_back(trace::peek_origin(f));
         readable.push_back(f);
       } catch (const Error& e) {
         add_skipped(r, f, e);
+        if (!first_error) first_error = e;
       }
     }
-    if (readable.empty()) throw Error(ErrorKind::kUnreadable, "no readable trace", o.trace.string());
+    if (readable.empty()) throw *first_error;
     const trace::RankPlan plan = trace::plan_ranks(origins);
     r.warnings.insert(r.warnings.end(), plan.warnings.begin(), plan.warnings.end());
     int rank = 0;
