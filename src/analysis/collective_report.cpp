@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/perf_model.hpp"
+#include "sources/kernel_name.hpp"
 
 namespace magpie::analysis {
 
@@ -26,9 +27,13 @@ bool contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
 }
 
+// NCCL/RCCL by name, and every kernel the name classifier calls communication
+// (DeepEP, NVSHMEM, MSCCL++, custom all-reduce): their time is communication
+// on the timeline even where no size is known.
 bool is_comm_kernel_name(std::string_view name) {
   const std::string n = lower(name.substr(0, 64));
-  return contains(n, "nccl") || contains(n, "rccl");
+  return contains(n, "nccl") || contains(n, "rccl") ||
+         sources::parse_kernel_name(name).category == sources::KernelCategory::kCommunication;
 }
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }

@@ -61,26 +61,36 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Magpie's filter: case-insensitive substring, ignore list first.
+// Magpie's filter (case-insensitive substring, ignore list first). With the
+// default categories it selects device work only: kernels, copies and sets as
+// the profiler marks them, so another tool's "gpu" category (Chrome's
+// GPU-process tasks) is never taken for kernels; a category list of the
+// user's own is matched over every event, as Magpie does (MTIA's
+// mtia_ccp_events). A category is matched by its text and by Kineto's current
+// name for it, so the legacy "Memcpy"/"Memset"/"Kernel" of older traces count
+// as gpu_memcpy, gpu_memset and kernel do (docs/TRACELENS.md "Ranks, cycles
+// and kinds of trace").
 std::vector<bool> category_filter(const trace::Trace& trace, const GapAnalysisConfig& config) {
   std::vector<std::string> allow, ignore;
   for (const auto& c : config.categories) allow.push_back(lower(c));
   for (const auto& c : config.ignore_categories) ignore.push_back(lower(c));
+  auto matches = [](const std::vector<std::string>& list, const std::string& a, const std::string& b) {
+    for (const auto& x : list)
+      if (a.find(x) != std::string::npos || b.find(x) != std::string::npos) return true;
+    return false;
+  };
   std::vector<bool> keep_by_cat(trace.strings.size(), false);
   std::vector<bool> decided(trace.strings.size(), false);
   std::vector<bool> keep(trace.events.size(), false);
+  const bool device_only = config.categories == GapAnalysisConfig{}.categories;
   for (size_t r = 0; r < trace.events.size(); ++r) {
+    if (device_only && !trace::is_gpu_activity(trace.events.category[r])) continue;
     StringId id = trace.events.cat_name[r];
     if (!decided[id]) {
-      std::string cat = lower(trace.str(id));
-      bool ok = true;
-      for (const auto& ig : ignore)
-        if (cat.find(ig) != std::string::npos) ok = false;
-      if (ok && !allow.empty()) {
-        ok = false;
-        for (const auto& a : allow)
-          if (cat.find(a) != std::string::npos) ok = true;
-      }
+      const std::string cat = lower(trace.str(id));
+      const std::string canonical(trace::to_string(trace.events.category[r]));
+      bool ok = !matches(ignore, cat, canonical);
+      if (ok && !allow.empty()) ok = matches(allow, cat, canonical);
       keep_by_cat[id] = ok;
       decided[id] = true;
     }
@@ -105,6 +115,8 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
   result.rank = trace.rank;
   result.trace_file = trace.path;
   result.rank_source = trace.rank_source;
+  result.cycle = trace.cycle;
+  result.cycles = trace.cycles;
   result.ingest = trace.stats;
   result.warnings = trace.warnings;
 
@@ -187,7 +199,9 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
 
 void merge_ranks(GapAnalysisResult& result) {
   std::sort(result.ranks.begin(), result.ranks.end(),
-            [](const RankGapResult& a, const RankGapResult& b) { return a.rank < b.rank; });
+            [](const RankGapResult& a, const RankGapResult& b) {
+              return a.rank != b.rank ? a.rank < b.rank : a.cycle < b.cycle;
+            });
   std::unordered_map<std::string, size_t> index_of;
   result.merged.clear();
   result.total_duration_us = 0;

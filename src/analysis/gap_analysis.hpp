@@ -49,6 +49,8 @@ struct RankGapResult {
   int rank = 0;
   std::string trace_file;
   trace::RankSource rank_source = trace::RankSource::kOrder;
+  int cycle = 0;   // profiling cycle of this rank (several files of one process)
+  int cycles = 1;  // 1 = no cycles
   double total_duration_us = 0;  // sum of kept kernel durations
   std::vector<KernelStats> kernels;  // sorted by total descending, untruncated
   GpuTimeline timeline;

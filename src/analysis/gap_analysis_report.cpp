@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
+
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
 #include "report/text_table.hpp"
 #include "sources/magpie_columns.hpp"
 #include "sources/source_index.hpp"
+#include "trace/rank_discovery.hpp"
 
 namespace magpie::analysis {
 
@@ -98,7 +102,9 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
       rcsv.row(kBaseColumns);
       for (const auto& r : make_rows(rank.kernels, rank.total_duration_us, top_k))
         rcsv.row(base_fields(r));
-      auto path = output_dir / fmt::format("gap_analysis_rank{}.csv", rank.rank);
+      // Cycles of one rank get one file each ("gap_analysis_rank0_cycle1.csv"), never one over another.
+      auto path = output_dir / fmt::format("gap_analysis_{}.csv", trace::rank_file_label(
+                                                                      rank.rank, rank.cycle, rank.cycles));
       write_file_atomic(path, rcsv.str());
       files.rank_csvs.push_back(path);
     }
@@ -107,6 +113,18 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
   write_file_atomic(files.json, gap_analysis_json(result, files).dump(2) + "\n");
   return files;
 }
+
+namespace {
+size_t distinct_ranks(const GapAnalysisResult& result) {
+  std::set<int> ranks;
+  for (const auto& r : result.ranks) ranks.insert(r.rank);
+  return ranks.size();
+}
+std::string capitalized(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s;
+}
+}  // namespace
 
 nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapReportFiles& files) {
   using nlohmann::json;
@@ -120,7 +138,7 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
                    {"categories", c.categories},
                    {"ignore_categories", c.ignore_categories}};
   out["total_duration_us"] = result.total_duration_us;
-  out["num_ranks"] = result.ranks.size();
+  out["num_ranks"] = distinct_ranks(result);
   json top = json::array();
   for (const auto& r : make_rows(result.merged, result.total_duration_us, c.top_k)) {
     top.push_back({{"name", r.name},
@@ -154,6 +172,8 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
     ranks.push_back(
         {{"rank", r.rank},
          {"rank_source", trace::to_string(r.rank_source)},
+         {"cycle", r.cycle},
+         {"cycles", r.cycles},
          {"trace_file", r.trace_file},
          {"total_duration_us", r.total_duration_us},
          {"num_kernel_names", r.kernels.size()},
@@ -196,20 +216,24 @@ std::string gap_console_summary(const GapAnalysisResult& result, const GapReport
   const auto& c = result.config;
   std::string out = fmt::format("Gap Analysis ({:g}%-{:g}% window, category-filtered)\n", c.start_pct,
                                 c.end_pct);
+  // "Ranks analyzed: 2 (0, 1)"; cycles of one rank are said so: "1 (0: 2 profiling cycles)".
   std::string ranks;
-  for (const auto& r : result.ranks) {
+  for (size_t i = 0; i < result.ranks.size(); ++i) {
+    const auto& r = result.ranks[i];
+    if (r.cycle > 0) continue;
     if (!ranks.empty()) ranks.append(", ");
     ranks.append(std::to_string(r.rank));
+    if (r.cycles > 1) ranks.append(fmt::format(": {} profiling cycles", r.cycles));
   }
-  out += fmt::format("Ranks analyzed: {} ({})\n", result.ranks.size(), ranks);
+  out += fmt::format("Ranks analyzed: {} ({})\n", distinct_ranks(result), ranks);
   out += fmt::format("Total duration: {:.2f} us\n", result.total_duration_us);
   for (const auto& r : result.ranks) {
     const auto& t = r.timeline;
     double span = t.span_us > 0 ? t.span_us : 1;
     out += fmt::format(
-        "Rank {} GPU timeline: busy {:.1f}% | idle {:.1f}% | compute {:.1f}% | exposed comm "
+        "{} GPU timeline: busy {:.1f}% | idle {:.1f}% | compute {:.1f}% | exposed comm "
         "{:.1f}% | exposed memcpy {:.1f}% of {:.2f} us\n",
-        r.rank, 100 * t.busy_us / span, 100 * t.idle_us / span, 100 * t.computation_us / span,
+        capitalized(trace::rank_label(r.rank, r.cycle, r.cycles)), 100 * t.busy_us / span, 100 * t.idle_us / span, 100 * t.computation_us / span,
         100 * t.exposed_communication_us / span, 100 * t.exposed_memcpy_us / span, t.span_us);
   }
   out += "\n";

@@ -24,12 +24,12 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   trace::IngestOptions per_file = options.ingest;
   per_file.threads = files.size() > 1 ? 1 : threads;
 
-  std::vector<std::optional<trace::Trace>> traces(files.size());
+  std::vector<std::vector<trace::Trace>> traces(files.size());
   std::vector<std::optional<Error>> errors(files.size());
   parallel_for(files.size(), files.size() > 1 ? threads : 1, [&](size_t i) {
     auto t0 = std::chrono::steady_clock::now();
     try {
-      traces[i] = trace::load_trace(files[i], per_file);
+      traces[i] = trace::load_trace_ranks(files[i], per_file);
     } catch (const Error& e) {
       errors[i] = e;
       return;
@@ -41,11 +41,13 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       options.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events kept) in {:.2f} s",
                                    files[i].filename().string(),
-                                   static_cast<double>(traces[i]->stats.raw_bytes) / 1e6,
-                                   traces[i]->stats.events_kept, s));
+                                   static_cast<double>(traces[i].front().stats.raw_bytes) / 1e6,
+                                   traces[i].front().stats.events_kept, s));
     }
   });
 
+  // One rule for a folder in every mode: a file that cannot be read is skipped
+  // and listed; only when none can be read does the first error end the run.
   std::vector<trace::Trace*> loaded;
   std::optional<Error> first_error;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -53,11 +55,15 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
       result.skipped.push_back({files[i].string(), to_string(errors[i]->kind()), errors[i]->what()});
       if (!first_error) first_error = errors[i];
     } else {
-      loaded.push_back(&*traces[i]);
+      for (auto& t : traces[i]) loaded.push_back(&t);
     }
   }
   if (loaded.empty()) throw *first_error;
-  for (auto& w : trace::assign_ranks(loaded)) result.warnings.push_back(std::move(w));
+  std::vector<trace::TraceOrigin> origins;
+  for (const trace::Trace* t : loaded) origins.push_back(trace::origin_of(*t));
+  const trace::RankPlan plan = trace::plan_ranks(origins);
+  trace::apply_rank_plan(plan, loaded);
+  for (const auto& w : plan.warnings) result.warnings.push_back(w);
 
   std::vector<RankGapResult> ranks(loaded.size());
   parallel_for(loaded.size(), threads, [&](size_t i) {
@@ -76,7 +82,8 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   if (result.ranks.empty()) {
     std::string where = result.skipped.size() == 1 ? result.skipped.front().file : trace_dir.string();
     throw Error(ErrorKind::kNoGpuEvents,
-                fmt::format("no GPU kernel events matched (categories: {}) in {} trace file(s)",
+                fmt::format("no GPU kernel events (device kernels, copies or sets) matched "
+                            "(categories: {}) in {} trace(s)",
                             fmt::join(options.config.categories, ", "), result.skipped.size()),
                 where, std::nullopt,
                 "record the trace with ProfilerActivity.CUDA, or widen --categories / the "

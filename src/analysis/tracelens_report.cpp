@@ -39,14 +39,33 @@ bool is_trace_file(const fs::path& p) {
   return n.ends_with(".json") || n.ends_with(".json.gz");
 }
 
-// Magpie's rank-0 choice for a directory: a rank-0 named file, else the first trace.
-fs::path rank0_trace(const fs::path& dir) {
-  std::vector<fs::path> files = trace::discover_trace_files(dir);
-  for (const auto& f : files) {
-    auto r = trace::rank_from_file_name(f.filename().string());
-    if (r && *r == 0) return f;
+std::vector<fs::path> input_files(const fs::path& trace) {
+  return fs::is_directory(trace) ? trace::discover_trace_files(trace) : std::vector{trace};
+}
+
+bool has_device_work(const trace::Trace& t) {
+  for (size_t r = 0; r < t.events.size(); ++r) {
+    if (trace::is_gpu_activity(t.events.category[r])) return true;
   }
-  return files.front();
+  return false;
+}
+
+// The same words as gap analysis (exit 6) for a trace without device work.
+Error no_device_work(const std::string& where) {
+  return Error(ErrorKind::kNoGpuEvents,
+               "no GPU kernel events (device kernels, copies or sets) in the trace", where,
+               std::nullopt,
+               "record the trace with ProfilerActivity.CUDA; a category named 'gpu' in another "
+               "tool's trace (a browser's GPU process) is not device work");
+}
+
+void add_skipped(TraceLensResult& r, const fs::path& file, const Error& e) {
+  r.skipped.push_back({file.string(), to_string(e.kind()), e.what()});
+  r.warnings.push_back("skipped " + std::string(e.what()));
+}
+
+void add_rank(TraceLensResult& r, const trace::Trace& t) {
+  r.ranks.push_back({t.rank, trace::to_string(t.rank_source), t.cycle, t.cycles, t.path});
 }
 
 std::vector<fs::path> capture_files(const fs::path& dir) {
@@ -226,18 +245,105 @@ void write_collective_report(CollectiveCollection collection, const fs::path& ou
   r.collective_report = std::move(s);
 }
 
-int rank_of(const trace::Trace& t, size_t index) { return t.rank >= 0 ? t.rank : static_cast<int>(index); }
+void progress_loaded(const TraceLensOptions& o, const fs::path& path, const trace::Trace& t,
+                     std::chrono::steady_clock::time_point t0) {
+  if (!o.progress) return;
+  o.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events) in {:.2f} s",
+                         path.filename().string(), static_cast<double>(t.stats.raw_bytes) / 1e6,
+                         t.stats.events_kept, seconds_since(t0)));
+}
 
 Loaded load(const fs::path& path, const TraceLensOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   Loaded l{trace::load_trace(path, o.ingest), {}};
   l.links = trace::link_trace(l.trace);
-  if (o.progress) {
-    o.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events) in {:.2f} s",
-                           path.filename().string(),
-                           static_cast<double>(l.trace.stats.raw_bytes) / 1e6,
-                           l.trace.stats.events_kept, seconds_since(t0)));
+  progress_loaded(o, path, l.trace, t0);
+  return l;
+}
+
+// Every trace of the input, merged files split into their ranks, ranked by
+// the one rule (trace/rank_discovery.hpp). Unreadable files are skipped with a
+// warning (the same rule as gap analysis); none readable throws the first error.
+std::vector<trace::Trace> load_ranked(const std::vector<fs::path>& files, const TraceLensOptions& o,
+                                      TraceLensResult& r) {
+  std::vector<trace::Trace> traces;
+  std::optional<Error> first_error;
+  for (const auto& f : files) {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      for (auto& t : trace::load_trace_ranks(f, o.ingest)) traces.push_back(std::move(t));
+      progress_loaded(o, f, traces.back(), t0);
+    } catch (const Error& e) {
+      if (files.size() == 1) throw;
+      add_skipped(r, f, e);
+      if (!first_error) first_error = e;
+    }
   }
+  if (traces.empty()) throw *first_error;
+  std::vector<trace::TraceOrigin> origins;
+  std::vector<trace::Trace*> pointers;
+  for (auto& t : traces) {
+    origins.push_back(trace::origin_of(t));
+    pointers.push_back(&t);
+  }
+  const trace::RankPlan plan = trace::plan_ranks(origins);
+  trace::apply_rank_plan(plan, pointers);
+  r.warnings.insert(r.warnings.end(), plan.warnings.begin(), plan.warnings.end());
+  return traces;
+}
+
+// The trace inference mode analyses: rank 0 of a folder (its last profiling
+// cycle), chosen from the files' heads (distributedInfo), names, else order,
+// without loading every rank; a merged file is split and its rank 0 taken.
+Loaded load_rank0(const TraceLensOptions& o, TraceLensResult& r) {
+  const std::vector<fs::path> files = input_files(o.trace);
+  fs::path chosen = files.front();
+  if (files.size() > 1) {
+    std::vector<trace::TraceOrigin> origins;
+    std::vector<fs::path> readable;
+    std::optional<Error> first_error;
+    for (const auto& f : files) {
+      try {
+        origins.push_back(trace::peek_origin(f));
+        readable.push_back(f);
+      } catch (const Error& e) {
+        add_skipped(r, f, e);
+        if (!first_error) first_error = e;
+      }
+    }
+    if (readable.empty()) throw *first_error;
+    const trace::RankPlan plan = trace::plan_ranks(origins);
+    r.warnings.insert(r.warnings.end(), plan.warnings.begin(), plan.warnings.end());
+    int rank = 0;
+    if (!plan.representative(0)) {
+      rank = plan.ranks.front();
+      r.warnings.push_back(fmt::format("no trace in {} is rank 0: inference mode analyses rank {}",
+                                       o.trace.string(), rank));
+    }
+    const size_t pick = *plan.representative(rank);
+    chosen = readable[pick];
+    const auto& a = plan.assignments[pick];
+    if (a.cycles > 1) {
+      r.warnings.push_back(fmt::format(
+          "rank {} has {} profiling cycles: inference mode analyses the last one, {}", rank,
+          a.cycles, chosen.string()));
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<trace::Trace> parts = trace::load_trace_ranks(chosen, o.ingest);
+  size_t index = 0;
+  if (parts.size() > 1) {
+    // A merged file: its rank 0, else its lowest rank.
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].rank == 0) index = i;
+    }
+    r.warnings.push_back(fmt::format("{} holds {} ranks: inference mode analyses rank {}",
+                                     chosen.string(), parts.size(), parts[index].rank));
+  }
+  Loaded l{std::move(parts[index]), {}};
+  if (l.trace.rank < 0) l.trace.rank = 0;
+  l.links = trace::link_trace(l.trace);
+  progress_loaded(o, chosen, l.trace, t0);
   return l;
 }
 
@@ -248,10 +354,12 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
   r.stages = o.stages;
   if (r.stages.empty()) r.stages = {Stage::kPrefillDecode, Stage::kDecode, Stage::kPrefill};
 
-  const fs::path trace_path = fs::is_directory(o.trace) ? rank0_trace(o.trace) : o.trace;
   r.trace_dir = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
+  Loaded main = load_rank0(o, r);
+  const fs::path trace_path = main.trace.path;
   r.rank0_trace = trace_path.string();
-  Loaded main = load(trace_path, o);
+  add_rank(r, main.trace);
+  if (!has_device_work(main.trace)) throw no_device_work(trace_path.string());
   for (const auto& w : main.trace.warnings) r.warnings.push_back(w);
   input_warnings(main.trace, r.warnings);
   r.load_s = seconds_since(t_start);
@@ -365,21 +473,11 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     r.stage_results.push_back(std::move(sr));
   }
   if (o.collective_report.value_or(false)) {
-    // Every rank of the folder (the rank-0 trace is already loaded).
+    // Every rank of the folder, each rank's last cycle (the rank-0 trace is read again).
     CollectiveCollection collection;
-    const std::vector<fs::path> files =
-        fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (files[i] == trace_path) {
-        collect_collectives(main.trace, main.links, rank_of(main.trace, i), collection);
-        continue;
-      }
-      try {
-        Loaded l = load(files[i], o);
-        collect_collectives(l.trace, l.links, rank_of(l.trace, i), collection);
-      } catch (const Error& e) {
-        r.warnings.push_back(fmt::format("collective report: rank trace skipped: {}", e.what()));
-      }
+    for (const auto& t : load_ranked(input_files(o.trace), o, r)) {
+      if (t.cycle + 1 != t.cycles) continue;
+      collect_collectives(t, trace::link_trace(t), t.rank, collection);
     }
     write_collective_report(std::move(collection), out_root, o, r);
   }
@@ -394,34 +492,45 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
   r.mode = "pytorch";
   r.trace_dir = (fs::is_directory(o.trace) ? o.trace : o.trace.parent_path()).string();
   r.export_format = o.write_excel ? (o.write_csv ? "both" : "excel") : "csv";
-  std::vector<fs::path> files =
-      fs::is_directory(o.trace) ? trace::discover_trace_files(o.trace) : std::vector{o.trace};
-  r.num_ranks = files.size();
+  // Ranked first (a duplicate rank fails before anything is written).
+  std::vector<trace::Trace> traces = load_ranked(input_files(o.trace), o, r);
+  std::set<int> ranks;
   const bool collectives = o.collective_report.value_or(true);
   CollectiveCollection collection;
-  for (size_t i = 0; i < files.size(); ++i) {
-    Loaded l = load(files[i], o);
-    if (collectives) collect_collectives(l.trace, l.links, rank_of(l.trace, i), collection);
-    if (!o.perf_report) continue;
-    input_warnings(l.trace, r.warnings);
-    ArchChoice arch = choose_arch(o, l.trace);
-    if (!arch.arch) r.warnings.push_back("unknown GPU (" + arch.reason + "): no roofline columns");
-    std::vector<uint32_t> rows;
-    for (uint32_t row = 0; row < l.trace.events.size(); ++row) {
-      if (trace::is_gpu_activity(l.trace.events.category[row])) rows.push_back(row);
+  for (auto& t : traces) {
+    if (!has_device_work(t)) {
+      r.warnings.push_back(fmt::format("{} ({}): no GPU kernel events; no report for it", t.path,
+                                       trace::rank_label(t.rank, t.cycle, t.cycles)));
+      continue;
     }
-    std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
-      return l.trace.events.ts_ns[a] < l.trace.events.ts_ns[b];
-    });
-    AttributionSources sources{&l.trace, &l.links, nullptr, nullptr};
-    const StageAnalysis a =
-        analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
-    const StageTables tables = make_stage_tables(a);
-    const int rank = rank_of(l.trace, i);
-    for (auto& f : write_tables(tables, out_root / fmt::format("rank{}", rank), o, r.errors)) {
-      r.output_files.push_back(std::move(f));
+    ranks.insert(t.rank);
+    add_rank(r, t);
+    const trace::TraceLinks links = trace::link_trace(t);
+    // Cross-rank matching needs one cycle per rank: each rank's last.
+    if (collectives && t.cycle + 1 == t.cycles) collect_collectives(t, links, t.rank, collection);
+    if (o.perf_report) {
+      input_warnings(t, r.warnings);
+      ArchChoice arch = choose_arch(o, t);
+      if (!arch.arch) r.warnings.push_back("unknown GPU (" + arch.reason + "): no roofline columns");
+      std::vector<uint32_t> rows;
+      for (uint32_t row = 0; row < t.events.size(); ++row) {
+        if (trace::is_gpu_activity(t.events.category[row])) rows.push_back(row);
+      }
+      std::sort(rows.begin(), rows.end(),
+                [&](uint32_t a, uint32_t b) { return t.events.ts_ns[a] < t.events.ts_ns[b]; });
+      AttributionSources sources{&t, &links, nullptr, nullptr};
+      const StageAnalysis a = analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
+      const StageTables tables = make_stage_tables(a);
+      const fs::path dir = out_root / trace::rank_file_label(t.rank, t.cycle, t.cycles);
+      for (auto& f : write_tables(tables, dir, o, r.errors)) r.output_files.push_back(std::move(f));
     }
+    t = trace::Trace{};  // free the tables; the reports are written
   }
+  if (ranks.empty()) {
+    throw no_device_work(traces.size() == 1 && r.skipped.empty() ? traces.front().path
+                                                                 : o.trace.string());
+  }
+  r.num_ranks = ranks.size();
   if (collectives) write_collective_report(std::move(collection), out_root, o, r);
   r.total_s = seconds_since(t_start);
   return r;
@@ -454,6 +563,14 @@ json tracelens_manifest_json(const TraceLensResult& r) {
             {"errors", r.errors},
             {"warnings", r.warnings},
             {"environment", gpu::environment_json(r.environment)}};
+  m["ranks"] = json::array();
+  for (const auto& k : r.ranks) {
+    m["ranks"].push_back({{"rank", k.rank}, {"rank_source", k.source}, {"cycle", k.cycle},
+                          {"cycles", k.cycles}, {"trace_file", k.file}});
+  }
+  m["skipped"] = json::array();
+  for (const auto& k : r.skipped)
+    m["skipped"].push_back({{"file", k.file}, {"kind", k.kind}, {"reason", k.reason}});
   if (r.collective_report) {
     const auto& c = *r.collective_report;
     m["collective_report"] = {{"ranks", c.ranks},

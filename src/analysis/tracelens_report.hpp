@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gap_analysis.hpp"
 #include "analysis/graph_capture_alignment.hpp"
 #include "analysis/step_annotation.hpp"
 #include "gpu/environment.hpp"
@@ -99,6 +100,15 @@ struct TraceLensCollectiveSummary {
   std::vector<std::string> files;
 };
 
+// One trace that was analysed, and which rank (and profiling cycle) it is.
+struct TraceLensRank {
+  int rank = 0;
+  std::string source;  // "trace", "process name", "file name", "order"
+  int cycle = 0;
+  int cycles = 1;
+  std::string file;
+};
+
 // What `magpie tracelens` found and wrote. Inference mode fills the stage
 // fields; pytorch mode fills num_ranks and export_format.
 struct TraceLensResult {
@@ -114,6 +124,8 @@ struct TraceLensResult {
   std::map<std::string, int> iterations;  // stage name → iterations found
   std::vector<TraceLensStageResult> stage_results;
   size_t num_ranks = 0;
+  std::vector<TraceLensRank> ranks;     // every trace analysed (inference: the rank-0 one)
+  std::vector<SkippedTrace> skipped;    // unreadable files of a folder, with the reason
   std::string export_format;
   std::vector<std::string> output_files;
   std::vector<std::string> errors;

@@ -164,8 +164,16 @@ NameCategory classify_category(KernelFamily family, const NameFacts& f) {
   if (family == KernelFamily::kMemcpy) return NameCategory::kBlit;
   if (family == KernelFamily::kNccl) return NameCategory::kCommunication;
   const Keywords k(f.normalized);
+  // Communication outside NCCL/RCCL counts as communication too, or exposed
+  // communication reads 0%: expert-parallel dispatch/combine (DeepEP
+  // deep_ep::internode/intranode, UCCL's ep::internode, AMD MoRI), NVSHMEM,
+  // MSCCL++, and the engines' custom all-reduce (vLLM/SGLang/aiter
+  // cross_device_reduce_1stage/2stage, quick all-reduce, TensorRT-LLM's
+  // allreduce_fusion). docs/TRACELENS.md "Ranks, cycles and kinds of trace".
   if (k.has({"allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter",
-             "reducescatter", "alltoall", "all_to_all", "cross_device_reduce"})) {
+             "reducescatter", "alltoall", "all_to_all", "cross_device_reduce", "deep_ep::",
+             "ep::internode", "ep::intranode", "nvshmem", "mscclpp", "mori::", "quickreduce",
+             "quick_reduce", "custom_ar", "one_shot_all", "two_shot_all"})) {
     return NameCategory::kCommunication;
   }
   if (family == KernelFamily::kCublas || family == KernelFamily::kTensile) {

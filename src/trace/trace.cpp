@@ -14,6 +14,7 @@ const char* to_string(TraceFormat f) {
 const char* to_string(RankSource s) {
   switch (s) {
     case RankSource::kTrace: return "trace";
+    case RankSource::kProcessName: return "process name";
     case RankSource::kFileName: return "file name";
     case RankSource::kOrder: return "order";
   }

@@ -13,8 +13,10 @@ namespace magpie::trace {
 enum class TraceFormat : uint8_t { kKineto, kRocprofJson, kRocprofCsv };
 const char* to_string(TraceFormat f);
 
-// Where the rank number came from, in order of trust.
-enum class RankSource : uint8_t { kTrace, kFileName, kOrder };
+// Where the rank number came from, in order of trust (docs/TRACELENS.md
+// "Ranks, cycles and kinds of trace"): the trace's distributedInfo, a merged
+// trace's "RANK n - …" process name, the file name, the file order.
+enum class RankSource : uint8_t { kTrace, kProcessName, kFileName, kOrder };
 const char* to_string(RankSource s);
 
 struct DeviceInfo {
@@ -52,6 +54,10 @@ struct Trace {
   TraceFormat format = TraceFormat::kKineto;
   int rank = -1;
   RankSource rank_source = RankSource::kOrder;
+  // Profiling cycles of one rank (several files of one process): this trace's
+  // index among them, by start time, and how many there are (1 = no cycles).
+  int cycle = 0;
+  int cycles = 1;
   int world_size = 0;
   int64_t base_time_ns = 0;
 

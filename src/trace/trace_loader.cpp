@@ -1,28 +1,16 @@
 #include "trace/trace_loader.hpp"
 
 #include <algorithm>
-#include <regex>
-#include <set>
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
 #include "core/arriving_text.hpp"
+#include "trace/merged_trace.hpp"
 #include "trace/rocprof_reader.hpp"
 
 namespace magpie::trace {
 
 namespace fs = std::filesystem;
-
-std::optional<int> rank_from_file_name(std::string_view file_name) {
-  static const std::regex kMagpie(R"(-rank-(\d+)\.)");
-  static const std::regex kLoose(R"(rank[-_]?(\d+))", std::regex::icase);
-  std::string name(file_name);
-  std::smatch m;
-  if (std::regex_search(name, m, kMagpie) || std::regex_search(name, m, kLoose)) {
-    return std::stoi(m[1].str());
-  }
-  return std::nullopt;
-}
 
 namespace {
 
@@ -93,13 +81,11 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   if (file_bytes == 0) file_bytes = trace.stats.raw_bytes;
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
-  if (trace.rank < 0) {
-    if (auto r = rank_from_file_name(path.filename().string())) {
-      trace.rank = *r;
-      trace.rank_source = RankSource::kFileName;
-    }
-  }
   return trace;
+}
+
+std::vector<Trace> load_trace_ranks(const fs::path& path, const IngestOptions& options) {
+  return split_merged_trace(load_trace(path, options));
 }
 
 namespace {
@@ -150,24 +136,6 @@ std::vector<fs::path> discover_trace_files(const fs::path& dir_in) {
                 "run the workload with torch.profiler and point --trace-dir at its output folder");
   }
   return found;
-}
-
-std::vector<std::string> assign_ranks(std::vector<Trace*>& traces) {
-  std::vector<std::string> warnings;
-  std::set<int> taken;
-  for (const Trace* t : traces)
-    if (t->rank >= 0) taken.insert(t->rank);
-  int next = 0;
-  for (Trace* t : traces) {
-    if (t->rank >= 0) continue;
-    while (taken.count(next)) ++next;
-    t->rank = next;
-    t->rank_source = RankSource::kOrder;
-    taken.insert(next);
-    warnings.push_back(t->path + ": no rank in the trace or its file name; using rank " +
-                       std::to_string(next) + " by file order");
-  }
-  return warnings;
 }
 
 }  // namespace magpie::trace
