@@ -98,7 +98,7 @@ def test_two_x_with_repeats_from_the_store_is_faster(magpie, runs):
     assert case["baseline_requests"] == case["candidate_requests"] == 32
     m = metrics(d)
     for name in ASSERTED:
-        assert m[name]["verdict"] == "FASTER", m[name]
+        assert m[name]["verdict"] == "FASTER", (name, m[name]["reason"], m[name]["run_noise_floor"])
         assert m[name]["noise_basis"] == "repeated runs" and m[name]["run_noise_floor"] >= 1, m[name]
         assert m[name]["ratio"] > 1.5, m[name]  # the stub's 2x, less lateness
     assert not any(x["verdict"] == "SLOWER" for x in m.values()), m
@@ -130,7 +130,7 @@ def test_an_aa_pair_is_never_a_difference(magpie, runs):
     # The two baseline runs share command, config hash, commit, GPU and host: the store cannot tell
     # an A/A pair from a change it cannot see, so nothing is pooled and the verdict is within-run.
     d, proc = diff(magpie, runs, runs["base"][0], runs["base"][1])
-    assert "same command, config hash" in proc.stderr and "pooled" not in proc.stderr, proc.stderr
+    assert "same command, config hash" in proc.stderr and "pooled with its repeats" not in proc.stderr, proc.stderr
     for m in metrics(d).values():
         assert m["verdict"] in ("SAME", "AMBIGUOUS"), m
         assert m["noise_basis"] == "within-run only", m
