@@ -52,7 +52,7 @@ Page results_ops_page(const store::OpTableComparison& table, double band) {
               "One trace per workspace: the tables hold totals, not samples, so these changes "
               "carry no confidence interval. A change inside the band is reported as such; "
               "anything larger is a change in the tables, to be confirmed by repeated runs "
-              "(`magpie results diff` on benchmarks) or a kernel compare (`magpie compare`).",
+              "(magpie results diff on benchmarks) or a kernel compare (magpie compare).",
               {},
               {}};
     std::vector<std::string> labels;

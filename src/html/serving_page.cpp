@@ -124,7 +124,7 @@ std::optional<Section> gpu_monitor_section(const json& block, const fs::path& wo
   Section s{"GPU monitor",
             fmt::format("Sampled every {} s while the benchmark ran ({} rounds).",
                         format_number(number_at(block, "interval_sec")),
-                        format_number(number_at(block, "samples"))),
+                        text_at(block, "samples")),
             {},
             {}};
   s.two_columns = true;

@@ -313,7 +313,7 @@ def test_serving_run_with_gpu_monitor(magpie, stub, tmp_path):
         pytest.skip(f"stand-in NVML not built ({nvml})")
     lib = tmp_path / "lib"
     lib.mkdir()
-    (lib / "libnvidia-ml.so.1").symlink_to(nvml)
+    (lib / "libnvidia-ml.so.1").symlink_to(nvml.resolve())
     env = dict(os.environ, LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
     cfg = tmp_path / "bench.yaml"
     cfg.write_text("benchmark:\n  framework: vllm\n  model: timed-stub\n  run_mode: local\n"
