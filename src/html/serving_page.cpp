@@ -154,11 +154,13 @@ std::optional<Section> gpu_monitor_section(const json& block, const fs::path& wo
     warnings.push_back(fmt::format("GPU monitor: {} not found; the summary only", csv_path.string()));
   }
   Table t{{"GPU", "name", "field", "min", "mean", "max", "samples"}, {}};
-  for (const auto& g : block.value("gpus", json::array()))
-    for (const auto& [field, r] : g.value("fields", json::object()).items())
+  for (const auto& g : block.value("gpus", json::array())) {
+    const json fields = g.value("fields", json::object());  // items() must not outlive it
+    for (const auto& [field, r] : fields.items())
       t.rows.push_back({text_at(g, "index"), text_at(g, "name"), field,
                         format_number(number_at(r, "min")), format_number(number_at(r, "mean")),
                         format_number(number_at(r, "max")), text_at(r, "samples")});
+  }
   s.tables.push_back(std::move(t));
   for (const auto& n : block.value("notes", json::array()))
     if (n.is_string()) warnings.push_back("GPU monitor: " + n.get<std::string>());
