@@ -24,7 +24,7 @@ Every run goes into a private results store ($MAGPIE_RESULTS_DB), and the
 last step checks that the store holds each step's run. Verdicts are not
 asserted where machine load could move them (the pooled 2 v 2 diff of one
 server may move either way on a busy 2-core machine; only its structure is
-checked). 9 minutes (537 s) measured here with the 2-core machine shared (load average
+checked). 367 s and 537 s in two runs here, with the 2-core machine shared (load average
 about 25: other builds, vLLM servers, a fuzzer); most of it is the two vLLM CPU starts."""
 import csv
 import json
