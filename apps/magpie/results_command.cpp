@@ -146,8 +146,18 @@ void ResultsCommand::register_with(CLI::App& app) {
       "  magpie results diff 3 4\n"
       "  magpie results diff ./results/benchmark_vllm_A ./results/benchmark_vllm_B --label "
       "before,after\n"
-      "  magpie results diff 3 4 5 --format json -o diff.json --fail-on-regression");
-  diff_->add_option("runs", targets_, "Run ids or workspace directories, baseline first")
+      "  magpie results diff 3 4 5 --format json -o diff.json --fail-on-regression\n"
+      "  magpie results diff 3,5 4,6                     # two runs a side: run-to-run noise "
+      "measured\n"
+      "Between runs, a verdict is FASTER/SLOWER only beyond the run-to-run noise: the spread of "
+      "repeats of\n"
+      "one config (given with commas, or found in the store: same command, config hash, commit, "
+      "GPU, host),\n"
+      "or --run-noise; with one run a side such verdicts are AMBIGUOUS (unconfirmed). See "
+      "docs/RESULTS.md.");
+  diff_->add_option("runs", targets_,
+                    "Run ids or workspace directories, baseline first; repeats of one config "
+                    "joined by commas (3,5) are pooled and measure run-to-run noise")
       ->required()
       ->expected(2, -1);
   diff_->add_option("--label", labels_, "Labels for the columns, one per run (comma-separated)")
@@ -168,6 +178,16 @@ void ResultsCommand::register_with(CLI::App& app) {
                    "Bootstrap resamples (default 1000 serving, 2000 kernels)")
       ->check(CLI::Range(100, 100000));
   diff_->add_flag("--fail-on-regression", fail_on_regression_, "Exit 1 when any verdict is SLOWER");
+  diff_
+      ->add_option("--run-noise", run_noise_,
+                   "Run-to-run noise measured elsewhere (0.3: two runs of one config differ by up "
+                   "to 30%); used when no side has repeats")
+      ->check(CLI::Range(0.0, 10.0));
+  diff_->add_flag("--no-repeats", no_repeats_,
+                  "Diff only the named runs: no repeats taken from the store");
+  diff_->add_flag("--aa", aa_,
+                  "The runs are all of one config (an A/A measurement): their spread is the "
+                  "run-to-run noise, so no verdict can be FASTER/SLOWER");
   diff_->add_option("--html", html_, "Also write FILE: a self-contained HTML page with the changes and their CIs");
 
   import_ = sub_->add_subcommand("import",
@@ -255,25 +275,99 @@ int ResultsCommand::run_diff() {
                 std::nullopt, "give one label per run: --label base,new");
   }
   std::optional<ResultsStore> db;
-  std::vector<store::DiffInput> inputs;
-  for (size_t i = 0; i < targets_.size(); ++i) {
-    const auto& t = targets_[i];
+  auto open_db = [&]() -> ResultsStore& {
+    if (!db)
+      db.emplace(ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)));
+    return *db;
+  };
+  // One run: its workspace, and its record when the store knows it.
+  struct Resolved {
+    fs::path workspace;
+    std::optional<RunRecord> record;
+  };
+  auto resolve = [&](const std::string& t) {
     std::error_code ec;
-    store::DiffInput in{labels_.empty() ? "" : labels_[i], t};
     if (all_digits(t) && !fs::is_directory(t, ec)) {
-      if (!db)
-        db.emplace(ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)));
-      auto r = db->get(std::stoll(t));
+      auto r = open_db().get(std::stoll(t));
       if (!r)
         throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", t),
                     db->path().string(), std::nullopt, "`magpie results list` shows the ids");
       if (!r->workspace_exists)
         throw Error(ErrorKind::kNotFound, fmt::format("run {}'s workspace is gone", t),
                     r->workspace);
-      in.workspace = r->workspace;
-      if (in.label.empty()) in.label = fmt::format("#{}", r->id);
+      return Resolved{r->workspace, r};
+    }
+    Resolved out{t, std::nullopt};
+    if (!no_repeats_ && !ops_) {
+      try {  // a workspace the store recorded may have repeats there
+        out.record = open_db().find_by_workspace(t);
+      } catch (const Error&) {  // no store to ask: the diff works without it
+      }
+    }
+    return out;
+  };
+  std::vector<store::DiffInput> inputs;
+  std::vector<std::optional<RunRecord>> records;  // each side's first run, when recorded
+  std::vector<int64_t> named;                     // every run id named on the command line
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    std::vector<std::string> parts;
+    for (size_t a = 0, b; a <= targets_[i].size(); a = b + 1) {
+      b = targets_[i].find(',', a);
+      if (b == std::string::npos) b = targets_[i].size();
+      if (b > a) parts.push_back(targets_[i].substr(a, b - a));
+    }
+    if (parts.empty())
+      throw Error(ErrorKind::kUsage, fmt::format("empty run '{}'", targets_[i]), "", std::nullopt,
+                  "give run ids or workspaces; repeats of one config joined by commas: 3,5");
+    store::DiffInput in{labels_.empty() ? "" : labels_[i], {}};
+    for (size_t k = 0; k < parts.size(); ++k) {
+      auto r = resolve(parts[k]);
+      if (r.record) named.push_back(r.record->id);
+      if (k == 0) {
+        in.workspace = r.workspace;
+        if (in.label.empty() && all_digits(parts[0]) && r.record)
+          in.label = fmt::format("#{}", r.record->id);
+        records.push_back(r.record);
+        if (aa_) in.config_key = "aa";
+      } else {
+        in.repeats.push_back(r.workspace);
+      }
     }
     inputs.push_back(std::move(in));
+  }
+  // A side named by one recorded run takes the store's repeats of it (runs named elsewhere in
+  // the diff excluded), so the run-to-run noise is measured whenever it can be. Not when two
+  // sides share a repeat key: the store cannot tell an A/A pair from a change it cannot see (an
+  // engine rebuilt under the same command), so which runs belong to which side is unknown.
+  std::vector<std::string> keys;
+  for (const auto& r : records) keys.push_back(r ? store::repeat_key(*r) : "");
+  if (!no_repeats_ && !ops_) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!keys[i].empty() && std::count(keys.begin(), keys.end(), keys[i]) > 1) {
+        std::cerr << fmt::format(
+            "note: run #{} has the same command, config hash, git commit, GPU and host as another "
+            "run of this diff: not pooled with repeats. If nothing changed between them this is "
+            "an A/A pair (--aa measures the run-to-run noise from it); if something changed that "
+            "the command does not show, give repeats of each side: A1,A2 B1,B2\n",
+            records[i]->id);
+        continue;
+      }
+      // Kernel compares interleave baseline and candidate within one run: no pooling there.
+      if (!inputs[i].repeats.empty() || !records[i] ||
+          records[i]->kind != store::RunKind::kBenchmark)
+        continue;
+      std::string ids;
+      for (const auto& r : store::find_repeats(*db, *records[i])) {
+        if (std::find(named.begin(), named.end(), r.id) != named.end()) continue;
+        inputs[i].repeats.push_back(r.workspace);
+        ids += fmt::format("{}#{}", ids.empty() ? "" : ", ", r.id);
+      }
+      if (!ids.empty())
+        std::cerr << fmt::format(
+            "{} #{}: pooled with its repeats {} (same config hash, git commit, GPU and host; "
+            "--no-repeats to diff the named runs only)\n",
+            i == 0 ? "baseline" : "candidate", records[i]->id, ids);
+    }
   }
   bool ops = ops_;
   if (!ops && std::all_of(inputs.begin(), inputs.end(), [](const auto& in) {
@@ -288,13 +382,16 @@ int ResultsCommand::run_diff() {
     auto table = store::compare_op_tables(inputs);
     for (const auto& w : table.warnings) std::cerr << "warning: " << w << "\n";
     text = store::op_table_csv(table);
-    if (!html_.empty())
-      std::cerr << "warning: --html: no HTML page for side-by-side op tables yet; CSV only\n";
+    if (!html_.empty()) {
+      html::write_page(html::results_ops_page(table, threshold_ >= 0 ? threshold_ : 0.05), html_);
+      std::cerr << fmt::format("html report: {}\n", html_);
+    }
   } else {
     store::DiffSettings settings;
     if (threshold_ >= 0)
       settings.verdict.threshold = settings.kernel_verdict.threshold = threshold_;
     if (resamples_ > 0) settings.verdict.resamples = settings.kernel_verdict.resamples = resamples_;
+    if (run_noise_ >= 0) settings.run_noise = run_noise_;
     auto diff = store::diff_reports(inputs, settings);
     text = store::write_diff(diff, *store::diff_format_from_string(format_));
     if (!html_.empty()) {

@@ -42,6 +42,9 @@ class ResultsCommand {
   int resamples_ = 0;
   bool fail_on_regression_ = false;
   std::string html_;
+  double run_noise_ = -1;
+  bool no_repeats_ = false;
+  bool aa_ = false;
   // import
   std::string import_dir_;
 };

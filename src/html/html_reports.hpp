@@ -14,6 +14,7 @@
 #include "html/html_page.hpp"
 #include "kernel/evaluation.hpp"
 #include "kernel/ranking.hpp"
+#include "store/op_table_compare.hpp"
 #include "store/report_diff.hpp"
 
 namespace magpie::html {
@@ -40,6 +41,14 @@ Page kernel_page(const KernelReportInput& input);
 
 // `magpie results diff`: per metric (per kernel) the change with its CI and verdict.
 Page results_diff_page(const store::ReportDiff& diff);
+
+// `magpie results diff --ops`: per section a chart of each op's time in every
+// workspace, one of each candidate's change in %, and the table with each
+// change described against `band` (one trace a side: no CI, no verdict).
+Page results_ops_page(const store::OpTableComparison& table, double band = 0.05);
+// "within ±5%", "less time 23.0%", "more time 8.2%", "only in baseline", ...
+std::string op_change(const std::optional<store::OpCell>& base,
+                      const std::optional<store::OpCell>& candidate, double band);
 
 // A serving benchmark workspace (benchmark_report.json and the per-request
 // records): latency distributions and percentiles per case, throughput

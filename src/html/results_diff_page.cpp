@@ -33,25 +33,46 @@ Page results_diff_page(const store::ReportDiff& diff) {
       "throughput), with the bootstrap CI; colour is the verdict.";
 
   for (const auto& c : diff.serving) {
+    const bool measured = !c.metrics.empty() &&
+                          c.metrics[0].noise_basis != stats::NoiseBasis::kWithinRunOnly;
     Section s{fmt::format("{} vs {}{}", c.candidate_label, c.baseline_label,
                           c.case_label.empty() ? "" : " — case " + c.case_label),
-              fmt::format("{} baseline requests, {} candidate requests.", c.baseline_requests,
-                          c.candidate_requests),
+              fmt::format("{} baseline requests in {} run(s), {} candidate requests in {} run(s). "
+                          "{}",
+                          c.baseline_requests, c.baseline_runs, c.candidate_requests,
+                          c.candidate_runs,
+                          measured ? "Run-to-run noise measured: each CI is widened by it before "
+                                     "the verdict."
+                                   : "One run a side: run-to-run noise is not measured, so "
+                                     "FASTER/SLOWER are unconfirmed (AMBIGUOUS); re-run each "
+                                     "side to measure it."),
               {},
               {}};
     std::vector<IntervalRow> rows;
-    Table t{{"metric", "unit", "baseline", "candidate", "change %", "ratio (>1 better)", "CI",
-             "verdict", "reason"},
+    Table t{{"metric", "unit", "baseline", "candidate", "change %", "ratio (>1 better)",
+             "CI (within runs)", "run-to-run noise", "CI (between runs)", "verdict",
+             "within-run verdict", "reason"},
             {}};
     for (const auto& m : c.metrics) {
-      rows.push_back(improvement(m.metric, m.ratio, m.ci_low, m.ci_high, m.verdict));
-      t.rows.push_back({m.metric, m.unit, format_number(m.baseline), format_number(m.candidate),
-                        format_number(m.delta_pct), format_number(m.ratio),
-                        fmt::format("[{}, {}]", format_number(m.ci_low), format_number(m.ci_high)),
-                        stats::to_string(m.verdict), m.reason});
+      rows.push_back(improvement(m.metric, m.ratio, m.noise_ci_low, m.noise_ci_high, m.verdict));
+      const bool known = m.noise_basis != stats::NoiseBasis::kWithinRunOnly;
+      t.rows.push_back(
+          {m.metric, m.unit, format_number(m.baseline), format_number(m.candidate),
+           format_number(m.delta_pct), format_number(m.ratio),
+           fmt::format("[{}, {}]", format_number(m.ci_low), format_number(m.ci_high)),
+           known ? fmt::format("×{} ({})", format_number(m.run_noise_floor),
+                               stats::to_string(m.noise_basis))
+                 : "not measured",
+           known ? fmt::format("[{}, {}]", format_number(m.noise_ci_low),
+                               format_number(m.noise_ci_high))
+                 : "",
+           stats::to_string(m.verdict), stats::to_string(m.within_run_verdict), m.reason});
     }
-    s.charts.push_back(interval_chart("Per-metric change with confidence interval", caption, rows,
-                                      "improvement (%)", 0.0));
+    s.charts.push_back(interval_chart(
+        "Per-metric change with confidence interval",
+        caption + (measured ? " The interval is the CI widened by the run-to-run noise."
+                            : " The interval covers requests within the runs only."),
+        rows, "improvement (%)", 0.0));
     s.tables.push_back(std::move(t));
     page.sections.push_back(std::move(s));
   }

@@ -1,11 +1,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/statistics.hpp"
 #include "html/charts.hpp"
+#include "html/csv_file.hpp"
 #include "html/html_reports.hpp"
 #include "html/text_format.hpp"
 #include "store/serving_requests.hpp"
@@ -32,6 +35,7 @@ struct ServingReportFile {
   bool success = false;
   std::vector<std::string> errors;
   std::vector<ServingCaseSummary> cases;
+  json gpu_monitor;  // the report's gpu_monitor block (null when the run had none)
 };
 
 double number_at(const json& j, const char* key) {
@@ -73,6 +77,7 @@ ServingReportFile read_report(const fs::path& workspace) {
   r.model = text_at(j, "model");
   r.timestamp = text_at(j, "timestamp");
   r.success = j.value("success", false);
+  if (auto g = j.find("gpu_monitor"); g != j.end() && g->is_object()) r.gpu_monitor = *g;
   if (auto e = j.find("errors"); e != j.end() && e->is_array())
     for (const auto& x : *e)
       if (x.is_string()) r.errors.push_back(x.get<std::string>());
@@ -95,6 +100,72 @@ std::string case_name(const std::string& label, size_t i) {
 }
 
 constexpr size_t kTimelineRequests = 400;
+
+// profiler.gpu_monitor: each field of gpu_monitor.csv (serve/gpu_monitor.hpp writes it:
+// timestamp_s, gpu, then one column per field, empty where the driver gave nothing) over time,
+// one line per GPU; the block's min/mean/max as a table.
+std::optional<Section> gpu_monitor_section(const json& block, const fs::path& workspace,
+                                           std::vector<std::string>& warnings) {
+  if (block.is_null()) return std::nullopt;
+  if (!block.value("available", false)) {
+    warnings.push_back("GPU monitor unavailable: " + text_at(block, "reason"));
+    return std::nullopt;
+  }
+  struct Field {
+    const char* column;
+    const char* title;
+    const char* axis;
+  };
+  static const Field kFields[] = {{"utilization_pct", "GPU utilization", "utilization (%)"},
+                                  {"memory_used_mib", "GPU memory used", "memory used (MiB)"},
+                                  {"power_w", "Power draw", "power (W)"},
+                                  {"sm_clock_mhz", "SM clock", "SM clock (MHz)"},
+                                  {"temperature_c", "GPU temperature", "temperature (°C)"}};
+  Section s{"GPU monitor",
+            fmt::format("Sampled every {} s while the benchmark ran ({} rounds).",
+                        format_number(number_at(block, "interval_sec")),
+                        text_at(block, "samples")),
+            {},
+            {}};
+  s.two_columns = true;
+  fs::path csv_path = workspace / "gpu_monitor.csv";
+  auto csv = read_csv_file(csv_path);
+  if (csv) {
+    for (const auto& f : kFields) {
+      std::map<std::string, XYSeries> by_gpu;
+      for (const auto& row : csv->rows) {
+        auto t = csv->number(row, "timestamp_s");
+        auto v = csv->number(row, f.column);
+        if (!t || !v) continue;
+        const std::string gpu = "GPU " + csv->text(row, "gpu");
+        auto& series = by_gpu.try_emplace(gpu, XYSeries{gpu, {}, {}, {}, true}).first->second;
+        series.x.push_back(*t);
+        series.y.push_back(*v);
+      }
+      if (by_gpu.empty()) continue;  // the driver reported this field for no sample
+      std::vector<XYSeries> series;
+      for (auto& [_, x] : by_gpu) series.push_back(std::move(x));
+      auto chart = xy_chart(f.title, "One line per GPU, from gpu_monitor.csv.", series,
+                            "time since the monitor started (s)", f.axis);
+      chart.height_px = 240;
+      s.charts.push_back(std::move(chart));
+    }
+  } else {
+    warnings.push_back(fmt::format("GPU monitor: {} not found; the summary only", csv_path.string()));
+  }
+  Table t{{"GPU", "name", "field", "min", "mean", "max", "samples"}, {}};
+  for (const auto& g : block.value("gpus", json::array())) {
+    const json fields = g.value("fields", json::object());  // items() must not outlive it
+    for (const auto& [field, r] : fields.items())
+      t.rows.push_back({text_at(g, "index"), text_at(g, "name"), field,
+                        format_number(number_at(r, "min")), format_number(number_at(r, "mean")),
+                        format_number(number_at(r, "max")), text_at(r, "samples")});
+  }
+  s.tables.push_back(std::move(t));
+  for (const auto& n : block.value("notes", json::array()))
+    if (n.is_string()) warnings.push_back("GPU monitor: " + n.get<std::string>());
+  return s;
+}
 
 }  // namespace
 
@@ -185,6 +256,9 @@ Page serving_page(const fs::path& workspace) {
                                     "median TPOT (ms)", "output throughput (tok/s)"));
     page.sections.push_back(std::move(sweep));
   }
+
+  if (auto g = gpu_monitor_section(report.gpu_monitor, workspace, page.warnings))
+    page.sections.push_back(std::move(*g));
 
   if (!cases.empty()) {
     Section dist{"Latency distributions (per request)", "", {}, {}};

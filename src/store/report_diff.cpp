@@ -269,6 +269,8 @@ std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const Ser
                  e.baseline, e.candidate, delta_pct(e.baseline, e.candidate),
                  e.ratio,    e.ci_low,    e.ci_high,
                  e.verdict,  e.reason};
+    d.noise_ci_low = d.ci_low;
+    d.noise_ci_high = d.ci_high;
     if (spec.higher_is_better && !(baseline.duration_s > 0 && candidate.duration_s > 0))
       d.reason = "the run's duration is unknown: no throughput";
     if (d.metric.ends_with("_p99_ms")) {
@@ -285,7 +287,74 @@ std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const Ser
                         nc, kMinValuesForP99);
       }
     }
+    d.within_run_verdict = d.verdict;
     out.push_back(std::move(d));
+  }
+  return out;
+}
+
+namespace {
+
+// The fourteen statistics of one run, in kServingMetrics order.
+std::vector<double> serving_point_values(const ServingCase& c, size_t min_units) {
+  const PreparedCase p = prepare(c, min_units);
+  std::vector<size_t> picks(c.requests.size());
+  for (size_t i = 0; i < picks.size(); ++i) picks[i] = i;
+  std::vector<double> out(kServingMetrics.size(), 0.0);
+  serving_side(p).compute(picks, false, out);
+  return out;
+}
+
+// Several runs of one config as one sample: their requests side by side, their durations added
+// (each run's duration covers only its own requests).
+ServingCase pooled(std::span<const ServingCase* const> runs) {
+  ServingCase out = *runs[0];
+  out.has_timeline = false;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    out.requests.insert(out.requests.end(), runs[i]->requests.begin(), runs[i]->requests.end());
+    out.duration_s += runs[i]->duration_s;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MetricDiff> diff_serving_runs(std::span<const ServingCase* const> baseline_runs,
+                                          std::span<const ServingCase* const> candidate_runs,
+                                          bool aa_pair, const DiffSettings& settings) {
+  const auto& vs = settings.verdict;
+  auto out = diff_serving_case(pooled(baseline_runs), pooled(candidate_runs), vs);
+  std::vector<std::vector<double>> base_values, cand_values;  // [run][metric]
+  for (const auto* r : baseline_runs) base_values.push_back(serving_point_values(*r, vs.min_samples));
+  for (const auto* r : candidate_runs) cand_values.push_back(serving_point_values(*r, vs.min_samples));
+  const bool repeats = baseline_runs.size() > 1 || candidate_runs.size() > 1;
+  for (size_t m = 0; m < out.size(); ++m) {
+    auto column = [&](const std::vector<std::vector<double>>& runs) {
+      std::vector<double> v;
+      for (const auto& r : runs) v.push_back(r[m]);
+      return v;
+    };
+    stats::RunNoise noise;
+    if (aa_pair) {
+      auto all = column(base_values);
+      auto c = column(cand_values);
+      all.insert(all.end(), c.begin(), c.end());
+      noise = {stats::NoiseBasis::kAaPair, stats::run_spread(all)};
+    } else if (repeats) {
+      noise = {stats::NoiseBasis::kRepeats, std::max(stats::run_spread(column(base_values)),
+                                                     stats::run_spread(column(cand_values)))};
+    } else if (settings.run_noise) {
+      noise = {stats::NoiseBasis::kGiven, 1 + *settings.run_noise};
+    }
+    auto& d = out[m];
+    auto v = stats::apply_run_noise(d.within_run_verdict, d.ci_low, d.ci_high, d.reason, noise,
+                                    vs.threshold);
+    d.verdict = v.verdict;
+    d.reason = v.reason;
+    d.noise_basis = noise.basis;
+    d.run_noise_floor = noise.basis == stats::NoiseBasis::kWithinRunOnly ? 1 : noise.floor;
+    d.noise_ci_low = v.ci_low;
+    d.noise_ci_high = v.ci_high;
   }
   return out;
 }
@@ -308,7 +377,13 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
                   in.workspace.string(), std::nullopt,
                   "`magpie results list` shows which workspaces still exist");
     }
-    d.inputs.push_back({labels[i], in.workspace, diff_workspace_kind(in.workspace)});
+    for (const auto& r : in.repeats)
+      if (!fs::is_directory(r, ec) || diff_workspace_kind(r) != diff_workspace_kind(in.workspace))
+        throw Error(ErrorKind::kUsage,
+                    "a repeat must be a workspace of the same kind as the run it repeats",
+                    r.string(), std::nullopt,
+                    "give repeats of one config joined by commas: magpie results diff A1,A2 B1,B2");
+    d.inputs.push_back({labels[i], in.workspace, diff_workspace_kind(in.workspace), in.repeats});
   }
   const auto kind = d.inputs[0].kind;
   for (const auto& w : d.inputs) {
@@ -323,22 +398,51 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
     }
   }
   if (kind == WorkspaceKind::kServing) {
-    auto base_cases = load_serving_cases(d.inputs[0].workspace);
+    // Each side: its workspace and its repeats, every one's cases.
+    auto load_side = [&](size_t i) {
+      std::vector<std::vector<ServingCase>> runs{load_serving_cases(d.inputs[i].workspace)};
+      for (const auto& r : d.inputs[i].repeats) runs.push_back(load_serving_cases(r));
+      return runs;
+    };
+    // The case of `runs[k]` matching `label` (a single-case run matches any single case).
+    auto find_case = [](const std::vector<ServingCase>& cases, const std::string& label,
+                        bool single) -> const ServingCase* {
+      for (const auto& c : cases)
+        if (c.label == label) return &c;
+      return single && cases.size() == 1 ? &cases[0] : nullptr;
+    };
+    const auto base_runs = load_side(0);
+    const auto& base_cases = base_runs[0];
     for (size_t i = 1; i < d.inputs.size(); ++i) {
-      auto cand_cases = load_serving_cases(d.inputs[i].workspace);
+      const auto cand_runs = load_side(i);
+      const bool aa_pair =
+          !inputs[0].config_key.empty() && inputs[0].config_key == inputs[i].config_key;
+      if (aa_pair)
+        d.warnings.push_back(fmt::format(
+            "{} and {} are runs of one config (an A/A pair): their difference is the "
+            "run-to-run noise",
+            d.inputs[0].label, d.inputs[i].label));
       for (const auto& bc : base_cases) {
-        auto it = std::find_if(cand_cases.begin(), cand_cases.end(),
-                               [&](const ServingCase& c) { return c.label == bc.label; });
-        if (it == cand_cases.end() && base_cases.size() == 1 && cand_cases.size() == 1)
-          it = cand_cases.begin();
-        if (it == cand_cases.end()) {
+        const bool single = base_cases.size() == 1;
+        std::vector<const ServingCase*> b, c;
+        for (const auto& run : base_runs)
+          if (const auto* x = find_case(run, bc.label, single)) b.push_back(x);
+        for (const auto& run : cand_runs)
+          if (const auto* x = find_case(run, bc.label, single && run.size() == 1)) c.push_back(x);
+        if (c.empty()) {
           d.warnings.push_back(fmt::format("case '{}' of {} has no match in {}", bc.label,
                                            d.inputs[0].label, d.inputs[i].label));
           continue;
         }
-        ServingCaseDiff cd{
-            bc.label,           d.inputs[0].label,   d.inputs[i].label,
-            bc.requests.size(), it->requests.size(), diff_serving_case(bc, *it, d.settings)};
+        ServingCaseDiff cd;
+        cd.case_label = bc.label;
+        cd.baseline_label = d.inputs[0].label;
+        cd.candidate_label = d.inputs[i].label;
+        for (const auto* x : b) cd.baseline_requests += x->requests.size();
+        for (const auto* x : c) cd.candidate_requests += x->requests.size();
+        cd.baseline_runs = b.size();
+        cd.candidate_runs = c.size();
+        cd.metrics = diff_serving_runs(b, c, aa_pair, settings);
         d.serving.push_back(std::move(cd));
       }
     }

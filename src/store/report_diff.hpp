@@ -22,12 +22,20 @@
 // (compare_report.json keeps no raw samples), and the verdict each compare run
 // stored against its own baseline kernel.
 //
+// Run-to-run noise (core/run_noise.hpp): a side may be several runs of one
+// config (`repeats`); their requests are pooled for the bootstrap, and the
+// largest ratio between two of them widens the CI before the verdict. With one
+// run a side the verdict is within-run only, and FASTER/SLOWER are reported as
+// AMBIGUOUS "unconfirmed" (serving diffs; kernel diffs are unchanged).
+//
 // Writers (report_diff_writers.hpp) never recompute.
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/run_noise.hpp"
 #include "core/verdict.hpp"
 
 namespace magpie::store {
@@ -35,6 +43,12 @@ namespace magpie::store {
 struct DiffInput {
   std::string label;  // empty: the workspace folder's name
   std::filesystem::path workspace;
+  // More runs of the same config as `workspace` (A1,A2): pooled with it, and
+  // their spread is this side's run-to-run noise.
+  std::vector<std::filesystem::path> repeats = {};
+  // Runs known to be of one config: a candidate with the baseline's non-empty
+  // key is an A/A pair (`results diff --aa`), its spread the noise floor.
+  std::string config_key = {};
 };
 
 struct DiffSettings {
@@ -43,6 +57,9 @@ struct DiffSettings {
       .threshold = 0.05, .resamples = 1000, .seed = 42, .confidence = 0.95, .min_samples = 5};
   // Kernel medians: compare's own defaults (±2%); min_samples counts rounds.
   stats::VerdictSettings kernel_verdict{};
+  // Run-to-run noise measured elsewhere (0.3: two runs of one config differ by
+  // up to 30%), used when no side has repeats; unset: unknown.
+  std::optional<double> run_noise;
 };
 
 struct MetricDiff {
@@ -54,14 +71,20 @@ struct MetricDiff {
   double delta_pct = 0;  // (candidate - baseline) / baseline * 100; raw direction
   // Oriented: > 1 means the candidate is better (faster / more throughput).
   double ratio = 0, ci_low = 0, ci_high = 0;
+  // The verdict between runs (core/run_noise.hpp); the bootstrap's own is within_run_verdict.
   stats::Verdict verdict = stats::Verdict::kAmbiguous;
   std::string reason;
+  stats::Verdict within_run_verdict = stats::Verdict::kAmbiguous;
+  stats::NoiseBasis noise_basis = stats::NoiseBasis::kWithinRunOnly;
+  double run_noise_floor = 1;             // F: largest ratio between two runs of one config
+  double noise_ci_low = 0, noise_ci_high = 0;  // [ci_low / F, ci_high * F]
 };
 
 struct ServingCaseDiff {
   std::string case_label;  // "" for single-case runs
   std::string baseline_label, candidate_label;
-  size_t baseline_requests = 0, candidate_requests = 0;  // measured, failures included
+  size_t baseline_requests = 0, candidate_requests = 0;  // measured, failures included, all runs
+  size_t baseline_runs = 1, candidate_runs = 1;
   std::vector<MetricDiff> metrics;
 };
 
@@ -84,6 +107,7 @@ struct DiffWorkspace {
   std::string label;
   std::filesystem::path workspace;
   WorkspaceKind kind = WorkspaceKind::kOther;
+  std::vector<std::filesystem::path> repeats;
 };
 
 struct ReportDiff {
@@ -112,5 +136,13 @@ struct ServingCase;
 // The serving metric table of a candidate case against a baseline case.
 std::vector<MetricDiff> diff_serving_case(const ServingCase& baseline, const ServingCase& candidate,
                                           const stats::VerdictSettings& settings);
+
+// Repeated runs of one side: the cross-run diff. Requests of each side's runs
+// are pooled for the bootstrap (durations add up); each metric's run-to-run
+// floor is the largest spread of its per-run values within a side (within all
+// runs for an A/A pair), else 1 + settings' run_noise, else unknown.
+std::vector<MetricDiff> diff_serving_runs(std::span<const ServingCase* const> baseline_runs,
+                                          std::span<const ServingCase* const> candidate_runs,
+                                          bool aa_pair, const DiffSettings& settings);
 
 }  // namespace magpie::store

@@ -24,11 +24,31 @@ std::string opt_number(const std::optional<double>& v) { return v ? number(*v) :
 std::string ci_text(double lo, double hi) { return fmt::format("[{:.3f}, {:.3f}]", lo, hi); }
 
 std::string rule_text(const ReportDiff& d) {
-  return fmt::format(
+  std::string text = fmt::format(
       "verdict: {:.0f}% bootstrap CI of the ratio (>1 = candidate better), {} resamples, seed {}; "
       "SAME inside ±{:.1f}%, FASTER/SLOWER beyond it, else AMBIGUOUS",
       d.settings.confidence * 100, d.settings.resamples, d.settings.seed,
       d.settings.threshold * 100);
+  if (!d.serving.empty())
+    text +=
+        "\nbetween runs: the CI widened by the run-to-run noise (Noise: the largest ratio between "
+        "two runs of one config) before the verdict; with one run a side that noise is unknown "
+        "and FASTER/SLOWER are reported as AMBIGUOUS (unconfirmed): repeat each side "
+        "(diff A1,A2 B1,B2) or give --run-noise";
+  return text;
+}
+
+std::string noise_cell(const MetricDiff& m) {
+  return m.noise_basis == stats::NoiseBasis::kWithinRunOnly ? "unmeasured"
+                                                            : fmt::format("x{:.3f}", m.run_noise_floor);
+}
+
+// The within-run verdict when the run-to-run rule changed it ("FASTER?" = FASTER within runs only).
+std::string verdict_cell(const MetricDiff& m) {
+  std::string v = stats::to_string(m.verdict);
+  if (m.verdict != m.within_run_verdict)
+    v += fmt::format(" ({} within run)", stats::to_string(m.within_run_verdict));
+  return v;
 }
 
 }  // namespace
@@ -42,18 +62,26 @@ std::optional<DiffFormat> diff_format_from_string(std::string_view text) {
 
 std::string diff_table(const ReportDiff& d) {
   std::string out;
-  out += fmt::format("Baseline: {} ({})\n", d.inputs[0].label, d.inputs[0].workspace.string());
+  auto repeats = [](const DiffWorkspace& w) {
+    std::string r;
+    for (const auto& p : w.repeats) r += ", repeat " + p.string();
+    return r;
+  };
+  out += fmt::format("Baseline: {} ({}{})\n", d.inputs[0].label, d.inputs[0].workspace.string(),
+                     repeats(d.inputs[0]));
   for (size_t i = 1; i < d.inputs.size(); ++i)
-    out += fmt::format("Candidate: {} ({})\n", d.inputs[i].label, d.inputs[i].workspace.string());
+    out += fmt::format("Candidate: {} ({}{})\n", d.inputs[i].label,
+                       d.inputs[i].workspace.string(), repeats(d.inputs[i]));
   for (const auto& c : d.serving) {
-    out += fmt::format("\n{} vs {}{} ({} vs {} requests)\n", c.candidate_label, c.baseline_label,
-                       c.case_label.empty() ? "" : ", case " + c.case_label, c.candidate_requests,
-                       c.baseline_requests);
+    out += fmt::format("\n{} vs {}{} ({} vs {} requests, {} vs {} run{})\n", c.candidate_label,
+                       c.baseline_label, c.case_label.empty() ? "" : ", case " + c.case_label,
+                       c.candidate_requests, c.baseline_requests, c.candidate_runs,
+                       c.baseline_runs, c.candidate_runs + c.baseline_runs > 2 ? "s" : "");
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : c.metrics)
       rows.push_back({m.metric, m.unit, number(m.baseline), number(m.candidate),
                       signed_pct(m.delta_pct), fixed(m.ratio, 3), ci_text(m.ci_low, m.ci_high),
-                      stats::to_string(m.verdict)});
+                      noise_cell(m), verdict_cell(m)});
     out += report::render_text_table({{"Metric"},
                                       {"Unit"},
                                       {"Baseline", true},
@@ -61,6 +89,7 @@ std::string diff_table(const ReportDiff& d) {
                                       {"Delta", true},
                                       {"Ratio", true},
                                       {"CI", true},
+                                      {"Noise", true},
                                       {"Verdict"}},
                                      rows);
   }
@@ -92,13 +121,17 @@ std::string diff_csv(const ReportDiff& d) {
   if (!d.serving.empty()) {
     csv.row({"case", "baseline", "candidate", "metric", "unit", "higher_is_better",
              "baseline_value", "candidate_value", "delta_pct", "ratio", "ci_low", "ci_high",
-             "verdict", "reason"});
+             "verdict", "reason", "within_run_verdict", "noise_basis", "run_noise_floor",
+             "noise_ci_low", "noise_ci_high", "baseline_runs", "candidate_runs"});
     for (const auto& c : d.serving)
       for (const auto& m : c.metrics)
         csv.row({c.case_label, c.baseline_label, c.candidate_label, m.metric, m.unit,
                  m.higher_is_better ? "true" : "false", fmt::format("{}", m.baseline),
                  fmt::format("{}", m.candidate), fixed(m.delta_pct, 3), fixed(m.ratio, 5),
-                 fixed(m.ci_low, 5), fixed(m.ci_high, 5), stats::to_string(m.verdict), m.reason});
+                 fixed(m.ci_low, 5), fixed(m.ci_high, 5), stats::to_string(m.verdict), m.reason,
+                 stats::to_string(m.within_run_verdict), stats::to_string(m.noise_basis),
+                 fixed(m.run_noise_floor, 5), fixed(m.noise_ci_low, 5), fixed(m.noise_ci_high, 5),
+                 std::to_string(c.baseline_runs), std::to_string(c.candidate_runs)});
   } else {
     csv.row({"kernel_id", "baseline", "candidate", "baseline_median_us", "candidate_median_us",
              "delta_pct", "speedup", "ci_low", "ci_high", "verdict", "reason", "stored_verdict"});
@@ -114,13 +147,17 @@ std::string diff_csv(const ReportDiff& d) {
 
 json diff_json(const ReportDiff& d) {
   json inputs = json::array();
-  for (size_t i = 0; i < d.inputs.size(); ++i)
+  for (size_t i = 0; i < d.inputs.size(); ++i) {
+    json repeats = json::array();
+    for (const auto& r : d.inputs[i].repeats) repeats.push_back(r.string());
     inputs.push_back({{"label", d.inputs[i].label},
                       {"workspace", d.inputs[i].workspace.string()},
+                      {"repeats", repeats},
                       {"role", i == 0 ? "baseline" : "candidate"},
                       {"kind", d.inputs[i].kind == WorkspaceKind::kServing   ? "serving"
                                : d.inputs[i].kind == WorkspaceKind::kKernels ? "kernels"
                                                                              : "other"}});
+  }
   json serving = json::array();
   for (const auto& c : d.serving) {
     json metrics = json::array();
@@ -135,12 +172,19 @@ json diff_json(const ReportDiff& d) {
                          {"ci_low", m.ci_low},
                          {"ci_high", m.ci_high},
                          {"verdict", stats::to_string(m.verdict)},
-                         {"reason", m.reason}});
+                         {"reason", m.reason},
+                         {"within_run_verdict", stats::to_string(m.within_run_verdict)},
+                         {"noise_basis", stats::to_string(m.noise_basis)},
+                         {"run_noise_floor", m.run_noise_floor},
+                         {"noise_ci_low", m.noise_ci_low},
+                         {"noise_ci_high", m.noise_ci_high}});
     serving.push_back({{"case", c.case_label},
                        {"baseline", c.baseline_label},
                        {"candidate", c.candidate_label},
                        {"baseline_requests", c.baseline_requests},
                        {"candidate_requests", c.candidate_requests},
+                       {"baseline_runs", c.baseline_runs},
+                       {"candidate_runs", c.candidate_runs},
                        {"metrics", metrics}});
   }
   json kernels = json::array();
@@ -167,6 +211,10 @@ json diff_json(const ReportDiff& d) {
             {"seed", d.settings.seed},
             {"min_samples", d.settings.min_samples},
             {"ratio", "oriented: > 1 means the candidate is better"},
+            {"run_noise",
+             "serving: the CI widened to [ci_low/F, ci_high*F], F = the largest ratio between two "
+             "runs of one config (repeats, an A/A pair, or --run-noise); with one run a side "
+             "FASTER/SLOWER become AMBIGUOUS (unconfirmed)"},
             {"bootstrap", d.serving.empty()
                               ? "per-round medians of each kernel"
                               : "requests resampled with replacement; throughput over the drawn "

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -494,6 +495,23 @@ size_t ResultsStore::import_workspaces(const fs::path& dir) {
     if (insert_finished(*record, true)) ++added;
   }
   return added;
+}
+
+std::string repeat_key(const RunRecord& run) {
+  if (run.config_hash.empty() || run.command_line.empty()) return "";
+  return fmt::format("{}|{}|{}|{}|{}|{}", to_string(run.kind), run.config_hash, run.command_line,
+                     run.git_commit, run.gpu, run.host);
+}
+
+std::vector<RunRecord> find_repeats(const ResultsStore& store, const RunRecord& run) {
+  std::vector<RunRecord> out;
+  const std::string key = repeat_key(run);
+  if (key.empty()) return out;
+  for (auto& r : store.list({.kind = run.kind, .status = RunStatus::kSucceeded, .limit = 0}))
+    if (r.id != run.id && r.workspace_exists && !r.workspace.empty() && repeat_key(r) == key)
+      out.push_back(std::move(r));
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace magpie::store

@@ -117,6 +117,16 @@ class ResultsStore {
   std::unique_ptr<Impl> impl_;
 };
 
+// What makes two runs repeats of one config: kind, config hash, the whole
+// command line, git commit, GPU and host ("" when the run has no config hash
+// or command line: it repeats nothing). What the store cannot see (an engine
+// rebuilt outside the repository, a YAML file edited under the same command
+// line) is not in the key: results diff prints which runs it pooled.
+std::string repeat_key(const RunRecord& run);
+// Succeeded runs with `run`'s repeat_key whose workspace still exists, oldest
+// first, `run` itself left out.
+std::vector<RunRecord> find_repeats(const ResultsStore& store, const RunRecord& run);
+
 // Absolute, lexically normalised, without a trailing slash: how workspaces are keyed.
 std::string normalize_workspace(const std::filesystem::path& path);
 

@@ -14,6 +14,7 @@ Skips, saying why, when chromium is not installed (scripts/install-deps.sh
 installs it). MAGPIE_HTML_SCREENSHOTS=DIR keeps the first screenshot of each kind there
 (docs/html_reports/ was made so)."""
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -283,3 +284,51 @@ def test_results_diff_of_compare_runs(magpie, tmp_path):
     run(magpie, "results", "diff", a, b, "--html", out)
     render(out, tmp_path, "results_diff", 1)
     assert "kernel_1_fast" in out.read_text()
+
+
+def test_results_diff_of_op_tables(magpie, tmp_path):
+    """`results diff --ops --html`: two gap analyses of the sample trace, one listing the top 5
+    kernels and one the top 8, so three kernels are in one table only."""
+    gaps = []
+    for name, k in (("a", 5), ("b", 8)):
+        run(magpie, "benchmark", "--trace-dir", SAMPLE_TRACES, "--top-k", k, "-o", tmp_path / name)
+        gaps.append(tmp_path / name / "gap_analysis")
+    out = tmp_path / "ops.html"
+    proc = run(magpie, "results", "diff", *gaps, "--ops", "--label", "top5,top8", "--html", out)
+    assert html_path_from(proc) == out
+    assert proc.stdout.startswith("section,name")  # the CSV still goes to stdout
+    # Per section: time per op in each workspace, and the change against the baseline.
+    render(out, tmp_path, "results_diff_ops", 2)
+    text = out.read_text()
+    assert "only in candidate" in text and "within ±5%" in text
+
+
+def test_serving_run_with_gpu_monitor(magpie, stub, tmp_path):
+    """The GPU monitor plots: CI has no GPU, so the run samples the stand-in NVML driver
+    (tests/unit/fakes/fake_nvml.cpp: two H200s reporting memory, SM clock and temperature, no
+    power or utilization) through the real monitor, which writes the real gpu_monitor.csv and
+    report block; the page plots each reported field over time, one line per GPU."""
+    nvml = Path(os.environ.get("MAGPIE_FAKE_NVML", Path(magpie).parents[2] / "tests" / "libmagpie_fake_nvml.so"))
+    if not nvml.is_file():
+        pytest.skip(f"stand-in NVML not built ({nvml})")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libnvidia-ml.so.1").symlink_to(nvml.resolve())
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n  model: timed-stub\n  run_mode: local\n"
+                   "  envs: {CONC: 2, ISL: 8, OSL: 6, RANDOM_RANGE_RATIO: 0, NUM_PROMPTS: 8}\n"
+                   "  profiler:\n    torch_profiler: {enabled: false}\n"
+                   "    gpu_monitor: {enabled: true, interval_sec: 0.05}\n")
+    proc = subprocess.run([str(magpie), "benchmark", "-b", cfg, "--endpoint", stub.url, "-o", tmp_path / "out",
+                           "--html"], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = html_path_from(proc)
+    block = json.loads((report.parent / "benchmark_report.json").read_text())["gpu_monitor"]
+    assert block["available"] and block["samples"] >= 2, block
+    # 4 percentile charts, 4 distributions, 1 timeline, and memory, SM clock, temperature over time.
+    dom = render(report, tmp_path, "serving", 12)
+    assert len(dom.canvases) == 12
+    text = report.read_text()
+    assert "GPU monitor" in text and "SM clock" in text and "GPU 1" in text
+    assert "Power draw" not in text  # the stand-in reports no power: no empty chart
