@@ -47,6 +47,14 @@ int terminal_width() {
 // The step a message belongs to: its text before the first ':' ("case 1/3: 12/100 done").
 std::string step_of(const std::string& message) { return message.substr(0, message.find(':')); }
 
+// A message with its numbers taken out: what stays the same while only counters move.
+std::string without_digits(const std::string& message) {
+  std::string out;
+  for (char ch : message)
+    if (ch < '0' || ch > '9') out.push_back(ch);
+  return out;
+}
+
 }  // namespace
 
 ProgressLine::ProgressLine(ProgressStyle style, std::ostream& out, int width)
@@ -93,7 +101,9 @@ void ProgressLine::draw_locked(bool forced) {
   for (const auto& l : limits_) {
     if (message_.rfind(l.prefix, 0) != 0) continue;
     st.step_limit_s = l.limit_s;
-    if (!l.note.empty()) st.message += " " + l.note;
+    // The note belongs to the step ("... ready at URL: last error: ..."), before its details.
+    if (!l.note.empty())
+      st.message = step_ + " " + l.note + message_.substr(std::min(step_.size(), message_.size()));
   }
   if (eta_origin_ && total_ && done_ > eta_origin_->second) {
     double spent = std::chrono::duration<double>(now - eta_origin_->first).count();
@@ -107,10 +117,14 @@ void ProgressLine::draw_locked(bool forced) {
     if (static_cast<int>(line.size()) > width_ - 1) line.resize(static_cast<size_t>(width_ - 1));
     out_ << "\r\033[K" << line << std::flush;  // rewrite in place, clearing the rest
   } else {
-    // Plain lines: a new step at once, the same step at most every 10 s.
-    if (!forced && now - last_line_ < std::chrono::seconds(10)) return;
+    // Plain lines: a new step or news (text other than counters, e.g. a new
+    // last error) at once, the same step at most every 10 s.
+    const std::string shape = without_digits(message_);
+    if (!forced && shape == last_line_shape_ && now - last_line_ < std::chrono::seconds(10))
+      return;
     out_ << line << "\n" << std::flush;
     last_line_ = now;
+    last_line_shape_ = shape;
   }
   drawn_ = true;
 }

@@ -69,6 +69,7 @@ class ProgressLine {
   };
   std::vector<StepLimit> limits_;
   std::string message_, step_;
+  std::string last_line_shape_;  // kLines: the last printed message without its digits
   double done_ = 0;
   std::optional<double> total_;
   Clock::time_point step_start_{}, last_line_{}, last_draw_{};

@@ -119,7 +119,8 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
 
 EngineServer::~EngineServer() { shutdown(); }
 
-std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>* stop) {
+std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>* stop,
+                                const std::function<void(const std::string& last)>& on_attempt) {
   if (plan_.mode != "endpoint") {
     process_.start(plan_.argv, plan_.env, plan_.log_path);
     started_ = true;
@@ -161,6 +162,7 @@ std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>*
     }
     if (std::chrono::steady_clock::now() > deadline)
       throw fail(fmt::format("was not ready within {:.0f} s (last: {})", ready_timeout_s, last));
+    if (on_attempt) on_attempt(last);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 }

@@ -77,6 +77,8 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     seen = {int(m.group(1)) for x in lines for m in [re.search(r"(\d+)s of 3s limit", x)] if m}
     assert {0, 1, 2} <= seen, lines
     assert "not ready within 3 s" in out  # the error, with the last failure, at the end
+    # The live line says why it is still waiting: the last connection error.
+    assert any(f"ready at {url}: last error: connect: Connection refused" in x for x in lines), lines
 
     rc, err = run_to_file(args[:-1] + [tmp_path / "b"], tmp_path)
     assert rc != 0 and "waiting for the server" not in err and LIVE not in err, err
@@ -84,6 +86,8 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     # --progress is a global flag: plain lines into the file, no terminal control codes.
     rc, err = run_to_file([magpie, "--progress", *args[1:-1], tmp_path / "c"], tmp_path)
     assert "waiting for the server to become ready" in err and LIVE not in err, err
+    # The plain lines (the log) carry the last error too, as soon as it is known.
+    assert f"ready at {url}: last error: connect: Connection refused" in err, err
 
 
 @pytest.fixture(scope="module")
