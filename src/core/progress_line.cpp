@@ -33,6 +33,7 @@ std::string format_progress(const ProgressState& st) {
   else
     line += fmt::format("  {}", format_duration(st.step_elapsed_s));
   if (st.eta_s >= 0) line += fmt::format("  ETA {}", format_duration(st.eta_s));
+  if (!st.detail.empty()) line += "  " + st.detail;
   return line;
 }
 
@@ -101,9 +102,13 @@ void ProgressLine::draw_locked(bool forced) {
   for (const auto& l : limits_) {
     if (message_.rfind(l.prefix, 0) != 0) continue;
     st.step_limit_s = l.limit_s;
-    // The note belongs to the step ("... ready at URL: last error: ..."), before its details.
-    if (!l.note.empty())
-      st.message = step_ + " " + l.note + message_.substr(std::min(step_.size(), message_.size()));
+    // A wait shows what it waits for (the note), its clock, then the details
+    // after the step's ':' (the last error): a narrow terminal cuts the details first.
+    st.message = l.note.empty() ? step_ : step_ + " " + l.note;
+    if (message_.size() > step_.size() + 1) {
+      st.detail = message_.substr(step_.size() + 1);
+      while (!st.detail.empty() && st.detail.front() == ' ') st.detail.erase(0, 1);
+    }
   }
   if (eta_origin_ && total_ && done_ > eta_origin_->second) {
     double spent = std::chrono::duration<double>(now - eta_origin_->first).count();

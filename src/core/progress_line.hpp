@@ -31,6 +31,7 @@ struct ProgressState {
   double step_elapsed_s = 0;
   std::optional<double> step_limit_s;
   double eta_s = -1;
+  std::string detail;  // after the clock (e.g. a wait's last error)
 };
 std::string format_progress(const ProgressState& state);
 std::string format_duration(double seconds);  // "7s", "2m05s", "1h02m"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 
 #include "core/child_process.hpp"
 #include "core/csv_line.hpp"
@@ -231,6 +232,17 @@ SystemProfileBlock finish_system_profile(const SystemProfilerPlan& plan, bool en
         if (!stop.ok())
           block.errors.push_back(fmt::format("system_profiler: `nsys stop` failed ({}): {}",
                                              stop.describe(), log_tail(log, 600)));
+      }
+      // The report may still be being written when `nsys stop` returns: wait
+      // (bounded) until it exists and its size holds still.
+      uintmax_t last_size = 0;
+      for (int i = 0; i < 300; ++i) {
+        std::error_code ec;
+        const auto size = fs::file_size(block.capture, ec);
+        if (!ec && size > 0 && size == last_size) break;
+        if (ec && i >= 30) break;  // not there after 30 s: it will not come
+        last_size = ec ? 0 : size;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
       }
       if (!fs::exists(block.capture)) {
         block.errors.push_back(fmt::format("system_profiler: no capture at {}{}",
