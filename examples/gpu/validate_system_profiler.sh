@@ -8,7 +8,7 @@
 # GEMM among them, and Magpie's kernel_summary is filled from it. Prints the
 # block and summary.txt.
 #
-# Without nsys: runs the same command once to show the clear error (exit 8,
+# Without nsys: runs the same command once to show the clear error (exit 3,
 # nothing started), prints SKIP and exits 0. Without PyTorch on a CUDA GPU:
 # SKIP, exit 0. Exit 1 on a failed check, 2 when it cannot run. About a minute.
 #
@@ -44,8 +44,8 @@ if ! command -v nsys >/dev/null; then
   set -e
   echo "nsys is not on PATH. magpie's answer (exit $rc):"
   cat "$work/stderr"
-  if [[ $rc -ne 8 ]] || ls "$work/out"/benchmark_* >/dev/null 2>&1; then
-    echo "ERROR: expected exit 8 and no workspace when nsys is missing" >&2
+  if [[ $rc -ne 3 ]] || ls "$work/out"/benchmark_* >/dev/null 2>&1; then
+    echo "ERROR: expected exit 3 and no workspace when nsys is missing" >&2
     exit 1
   fi
   echo "SKIP: nsys not installed; the missing-tool error above is what a user gets"

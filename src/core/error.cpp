@@ -15,7 +15,6 @@ int exit_code_for(ErrorKind kind) {
     case ErrorKind::kRejected: return 1;
     case ErrorKind::kCancelled: return 130;
     case ErrorKind::kUnreachable: return 7;
-    case ErrorKind::kMissingTool: return 8;
   }
   return 1;
 }
@@ -31,7 +30,6 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kRejected: return "rejected";
     case ErrorKind::kCancelled: return "cancelled";
     case ErrorKind::kUnreachable: return "unreachable";
-    case ErrorKind::kMissingTool: return "missing_tool";
   }
   return "internal";
 }

@@ -18,7 +18,6 @@ enum class ErrorKind : uint8_t {
   kRejected,     // a request Magpie refuses with exit 1 (no kernels, compare of one)
   kCancelled,    // stopped by the user (Ctrl-C, MCP notifications/cancelled)
   kUnreachable,  // a service Magpie must talk to does not answer (a Ray cluster's dashboard)
-  kMissingTool,  // an external tool the run asked for is not installed (nsys, rocprofv3)
 };
 
 // Exit codes documented in README.md ("Exit codes").

@@ -187,7 +187,7 @@ GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
 }
 
 // system_profiler: found before anything starts (a missing tool is
-// Error(kMissingTool)); only a local engine magpie launches can be wrapped.
+// Error(kNotFound), exit 3); only a local engine magpie launches can be wrapped.
 std::optional<SystemProfilerPlan> plan_system_profiler(const BenchmarkConfig& c,
                                                        BenchmarkReport& report) {
   if (!c.system_profiler) return std::nullopt;

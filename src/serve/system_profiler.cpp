@@ -49,7 +49,7 @@ SystemProfilerPlan resolve_system_profiler(
   }
   std::string looked = wanted.size() == 1 ? std::string(to_string(wanted.front()))
                                           : "nsys or rocprofv3";
-  throw Error(ErrorKind::kMissingTool,
+  throw Error(ErrorKind::kNotFound,
               fmt::format("system_profiler: {} is not on PATH{}; nothing was started", looked,
                           gpu_arch.empty() ? "" : fmt::format(" (gpu_arch {})", gpu_arch)),
               "", std::nullopt,

@@ -3,7 +3,7 @@
 // under Nsight Systems (`nsys profile`, NVIDIA) or `rocprofv3 --sys-trace`
 // (AMD). The capture lands in <workspace>/system_profile/ and its per-kernel
 // summary goes into the report (docs/SYSTEM_PROFILER.md). The tool is found
-// before anything starts; a missing one is Error(kMissingTool).
+// before anything starts; a missing one is Error(kNotFound), exit 3.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -28,7 +28,7 @@ struct SystemProfilerPlan {
 
 // Which tool, and where it is: `gpu_arch` (sm_* / gfx*) decides when given,
 // else the first of nsys, rocprofv3 found by `find` (PATH lookup in use).
-// Throws Error(kMissingTool) naming what was looked for and how to install it.
+// Throws Error(kNotFound) naming what was looked for and how to install it.
 SystemProfilerPlan resolve_system_profiler(
     const std::string& gpu_arch, const std::vector<std::string>& profile_args,
     const std::function<std::string(const std::string&)>& find);

@@ -23,8 +23,8 @@ TEST(SystemProfiler, MissingToolIsItsOwnErrorBeforeAnythingStarts) {
     resolve_system_profiler("", {}, only("none"));
     FAIL() << "no tool on PATH must throw";
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kMissingTool);
-    EXPECT_EQ(exit_code_for(e.kind()), 8);
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    EXPECT_EQ(exit_code_for(e.kind()), 3);
     EXPECT_NE(std::string(e.what()).find("nsys or rocprofv3 is not on PATH"), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("Nsight Systems"), std::string::npos);
   }
