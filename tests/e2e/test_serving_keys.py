@@ -383,5 +383,7 @@ def test_client_flags_shape_the_load(magpie, tmp_path, stub):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     case = report["cases"][0]
     assert case["request_rate"] == 20
-    assert report["throughput"]["duration_seconds"] >= 1.5
-    assert report["throughput"]["completed_requests"] >= 2
+    # Sent for 1.5 s at 20/s (a fixed-seed schedule of about 30 arrivals): more than the
+    # CONC x 10 = 20 requests a count-bounded case would send, and over in about the duration.
+    assert 1.0 <= report["throughput"]["duration_seconds"] < 10, report["throughput"]
+    assert report["throughput"]["completed_requests"] > 20, report["throughput"]
