@@ -188,36 +188,44 @@ def processes_with(marker: str) -> list:
 def test_overall_timeout_kills_the_launched_server_and_keeps_partial_results(magpie, server, tiny_model, tmp_path):
     # The limit leaves room for this machine's server start-up as measured by the
     # module's own server (plus a minute of load), far less than the 100000
-    # requests would take: the timeout, not the workload, ends the run.
+    # requests would take: the timeout, not the workload, ends the run. On a
+    # machine so loaded that this start-up took longer than the limit (the run
+    # timed out before any case), the run is repeated once with a limit twice as long.
     assert server.ready_after_s is not None
     limit = int(2 * server.ready_after_s + 60)
-    marker = f"magpie-timeout-{uuid.uuid4().hex}"
-    t0 = time.monotonic()
-    proc, report, ws = run_magpie(magpie, ["--model", str(tiny_model), "--run-mode", "local", "--concurrency", "2",
-                                           "--num-prompts", "100000", *WORKLOAD, "--timeout", str(limit),
-                                           "--env", f"MAGPIE_E2E_MARKER={marker}", *env.engine_flags()],
-                                  tmp_path, timeout=limit + 300)
-    elapsed = time.monotonic() - t0
-    log = (ws / "server.log").read_text()[-3000:]
-    assert proc.returncode == 1, proc.stdout + proc.stderr + log
-    assert report["status"] == "timeout" and not report["complete"] and not report["success"], report["errors"]
-    assert any(f"timeout_seconds ({limit} s)" in e for e in report["errors"]), report["errors"]
+    for attempt in range(2):
+        marker = f"magpie-timeout-{uuid.uuid4().hex}"
+        out = tmp_path / f"attempt{attempt}"
+        t0 = time.monotonic()
+        proc, report, ws = run_magpie(magpie, ["--model", str(tiny_model), "--run-mode", "local", "--concurrency",
+                                               "2", "--num-prompts", "100000", *WORKLOAD, "--timeout", str(limit),
+                                               "--env", f"MAGPIE_E2E_MARKER={marker}", *env.engine_flags()],
+                                      out, timeout=limit + 300)
+        elapsed = time.monotonic() - t0
+        log = (ws / "server.log").read_text()[-3000:]
+        assert proc.returncode == 1, proc.stdout + proc.stderr + log
+        assert report["status"] == "timeout" and not report["complete"] and not report["success"], report["errors"]
+        assert any(f"timeout_seconds ({limit} s)" in e for e in report["errors"]), report["errors"]
+        assert elapsed < limit + 120, elapsed  # ended at the limit, not by the workload
+        # Either way the server's whole process group is gone (vLLM forks its engine
+        # core), and its port is free.
+        left = processes_with(marker)
+        for _ in range(50):
+            if not left:
+                break
+            time.sleep(0.2)
+            left = processes_with(marker)
+        assert not left, f"engine processes still running after the timeout: {left}"
+        assert port_closed(report["server"]["url"])
+        if report["cases"]:
+            break
+        limit = 2 * limit
     case = report["cases"][0]
     assert not case["complete"]
     done = case["throughput"]["completed_requests"]
     assert 1 <= done < 100000, (case["throughput"], log)
     assert len((ws / "requests.jsonl").read_text().splitlines()) >= done
     assert "Status: FAILED (TIMEOUT, INCOMPLETE)" in (ws / "summary.txt").read_text()
-    assert elapsed < limit + 120, elapsed  # ended at the limit, not by the workload
-    # The server's whole process group is gone (vLLM forks its engine core), and its port is free.
-    left = processes_with(marker)
-    for _ in range(50):
-        if not left:
-            break
-        time.sleep(0.2)
-        left = processes_with(marker)
-    assert not left, f"engine processes still running after the timeout: {left}"
-    assert port_closed(report["server"]["url"])
     # The environment block says what ran: the local model path and the variable passed.
     envb = report["environment"]
     assert envb["model_revision"] == f"local:{tiny_model}"
