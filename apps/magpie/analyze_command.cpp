@@ -26,8 +26,10 @@ void AnalyzeCommand::add_common(CLI::App* sub, Flags& f, bool compare) {
   sub->add_option("--latency-method", f.latency_method, "auto|cuda_graph|kernel_trace|rocprof_timestamps|both|none")
       ->check(CLI::IsMember({"auto", "cuda_graph", "kernel_trace", "rocprof_timestamps", "both", "none"}))
       ->capture_default_str();
-  sub->add_option("--latency-rep-ms", f.latency_rep_ms, "Target repetition time for user harnesses (ms)")
-      ->capture_default_str();
+  sub->add_option("--latency-rep-ms", f.latency_rep_ms,
+                  "Target repetition time a latency harness aims for (ms; default latency.rep_ms, 20); "
+                  "the harness gets it as MAGPIE_LATENCY_REP_MS")
+      ->check(CLI::PositiveNumber);
   sub->add_option("-o,--output-dir", f.output_dir, "Where the workspace goes")->capture_default_str();
   sub->add_option("--rounds", f.rounds, "Performance runs per implementation, interleaved (default 5)")
       ->check(CLI::PositiveNumber);
@@ -79,6 +81,7 @@ int AnalyzeCommand::run_mode(Flags& f, bool compare, bool verbose) {
   r.overrides.kernel_filter = f.kernel_filter;
   r.overrides.cupti_kind = f.cupti_kind;
   r.overrides.latency_method = f.latency_method;
+  r.overrides.latency_rep_ms = f.latency_rep_ms;
   r.baseline = f.baseline;
   r.check_performance = !f.no_perf;
   r.check_latency = !f.no_latency;

@@ -26,7 +26,7 @@ class AnalyzeCommand {
     bool no_perf = false;
     bool no_latency = false;
     std::string latency_method = "auto";
-    double latency_rep_ms = 20;
+    double latency_rep_ms = -1;  // <0 = the YAML's latency.rep_ms (default 20)
     std::string output_dir = "./results";
     size_t baseline = 0;
     bool fail_on_regression = false;

@@ -46,7 +46,8 @@ void ServeOptions::register_with(CLI::App* sub) {
                  ->group(magpie);
   options_.emplace_back(tp, &torch_profiler_);
   auto* sp = sub->add_flag("--system-profiler", system_profiler_,
-                           "Mark the run diagnostic (system profiler)")
+                           "Run the engine under nsys (NVIDIA) or rocprofv3 (AMD); its kernel "
+                           "summary goes into the report (local mode; docs/SYSTEM_PROFILER.md)")
                  ->group(magpie);
   options_.emplace_back(sp, &system_profiler_);
   add(sub, "--run-mode", run_mode_, "docker|local|ray (default docker; ray: a job on a Ray cluster)", magpie)

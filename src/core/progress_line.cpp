@@ -33,6 +33,7 @@ std::string format_progress(const ProgressState& st) {
   else
     line += fmt::format("  {}", format_duration(st.step_elapsed_s));
   if (st.eta_s >= 0) line += fmt::format("  ETA {}", format_duration(st.eta_s));
+  if (!st.detail.empty()) line += "  " + st.detail;
   return line;
 }
 
@@ -46,6 +47,14 @@ int terminal_width() {
 
 // The step a message belongs to: its text before the first ':' ("case 1/3: 12/100 done").
 std::string step_of(const std::string& message) { return message.substr(0, message.find(':')); }
+
+// A message with its numbers taken out: what stays the same while only counters move.
+std::string without_digits(const std::string& message) {
+  std::string out;
+  for (char ch : message)
+    if (ch < '0' || ch > '9') out.push_back(ch);
+  return out;
+}
 
 }  // namespace
 
@@ -93,7 +102,13 @@ void ProgressLine::draw_locked(bool forced) {
   for (const auto& l : limits_) {
     if (message_.rfind(l.prefix, 0) != 0) continue;
     st.step_limit_s = l.limit_s;
-    if (!l.note.empty()) st.message += " " + l.note;
+    // A wait shows what it waits for (the note), its clock, then the details
+    // after the step's ':' (the last error): a narrow terminal cuts the details first.
+    st.message = l.note.empty() ? step_ : step_ + " " + l.note;
+    if (message_.size() > step_.size() + 1) {
+      st.detail = message_.substr(step_.size() + 1);
+      while (!st.detail.empty() && st.detail.front() == ' ') st.detail.erase(0, 1);
+    }
   }
   if (eta_origin_ && total_ && done_ > eta_origin_->second) {
     double spent = std::chrono::duration<double>(now - eta_origin_->first).count();
@@ -107,10 +122,14 @@ void ProgressLine::draw_locked(bool forced) {
     if (static_cast<int>(line.size()) > width_ - 1) line.resize(static_cast<size_t>(width_ - 1));
     out_ << "\r\033[K" << line << std::flush;  // rewrite in place, clearing the rest
   } else {
-    // Plain lines: a new step at once, the same step at most every 10 s.
-    if (!forced && now - last_line_ < std::chrono::seconds(10)) return;
+    // Plain lines: a new step or news (text other than counters, e.g. a new
+    // last error) at once, the same step at most every 10 s.
+    const std::string shape = without_digits(message_);
+    if (!forced && shape == last_line_shape_ && now - last_line_ < std::chrono::seconds(10))
+      return;
     out_ << line << "\n" << std::flush;
     last_line_ = now;
+    last_line_shape_ = shape;
   }
   drawn_ = true;
 }

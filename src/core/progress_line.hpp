@@ -31,6 +31,7 @@ struct ProgressState {
   double step_elapsed_s = 0;
   std::optional<double> step_limit_s;
   double eta_s = -1;
+  std::string detail;  // after the clock (e.g. a wait's last error)
 };
 std::string format_progress(const ProgressState& state);
 std::string format_duration(double seconds);  // "7s", "2m05s", "1h02m"
@@ -69,6 +70,7 @@ class ProgressLine {
   };
   std::vector<StepLimit> limits_;
   std::string message_, step_;
+  std::string last_line_shape_;  // kLines: the last printed message without its digits
   double done_ = 0;
   std::optional<double> total_;
   Clock::time_point step_start_{}, last_line_{}, last_draw_{};

@@ -76,6 +76,7 @@ KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const
   if (!o.cupti_kind.empty()) cfg.performance.cupti_kind = o.cupti_kind;
   if (!o.kernel_filter.empty()) cfg.latency.kernel_filter = o.kernel_filter;
   cfg.latency.method = o.latency_method;
+  if (o.latency_rep_ms > 0) cfg.latency.rep_ms = o.latency_rep_ms;
   if (o.latency_method == "none") cfg.latency.enabled = false;
 
   if (cfg.kernels.empty()) {

@@ -42,6 +42,7 @@ struct KernelOverrides {
   std::string kernel_filter;
   std::string cupti_kind;  // "" = the YAML's (default auto)
   std::string latency_method = "auto";
+  double latency_rep_ms = -1;  // <0 = the YAML's latency.rep_ms (default 20)
 };
 
 struct KernelEvaluationRequest {

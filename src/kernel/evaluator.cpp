@@ -187,6 +187,9 @@ std::map<std::string, std::string> Evaluator::env_for(const Evaluation& e) const
   add(env_or("PYTHONPATH", ""));
   env["PYTHONPATH"] = pp;
   env["PYTHONUNBUFFERED"] = "1";
+  // Magpie's latency contract: how long one timed repetition should run
+  // (latency.rep_ms / --latency-rep-ms), for a harness that sizes its timing loop.
+  env["MAGPIE_LATENCY_REP_MS"] = fmt::format("{:g}", opt_.latency.rep_ms);
   return env;
 }
 

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "serve/benchmark_keys.hpp"
+#include "serve/engine_command.hpp"
 
 namespace magpie::serve {
 
@@ -268,8 +269,14 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   if (auto p = b["profiler"]; p && p.IsMap()) {
     if (auto t = p["torch_profiler"]; t && t.IsMap())
       c.torch_profiler = get<bool>(t, "enabled", false, origin);
-    if (auto t = p["system_profiler"]; t && t.IsMap())
+    if (auto t = p["system_profiler"]; t && t.IsMap()) {
       c.system_profiler = get<bool>(t, "enabled", false, origin);
+      // A string ("--cuda-graph-trace=node --delay 5") or a list of arguments.
+      if (auto a = t["profile_args"]; a && a.IsSequence())
+        c.system_profiler_args = get<std::vector<std::string>>(t, "profile_args", {}, origin);
+      else if (a)
+        c.system_profiler_args = split_args(get<std::string>(t, "profile_args", "", origin));
+    }
     if (auto t = p["tracelens"]; t && t.IsMap()) {
       c.tracelens = get<bool>(t, "enabled", false, origin);
       c.tracelens_settings = parse_tracelens(t, origin);
@@ -326,7 +333,8 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.run_mode) c.run_mode = *f.run_mode;
   if (f.run_kind) c.run_kind = *f.run_kind;
   bool magpie_flag_given = f.model || f.precision || f.concurrency || f.input_len || f.output_len ||
-                           f.tp || f.torch_profiler || f.docker_image || f.timeout;
+                           f.tp || f.torch_profiler || f.system_profiler || f.docker_image ||
+                           f.timeout;
   if (from_yaml) {
     if (magpie_flag_given)
       c.warnings.push_back(

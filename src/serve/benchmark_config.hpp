@@ -97,6 +97,7 @@ struct BenchmarkConfig {
   GpuMonitorConfig gpu_monitor;
   bool torch_profiler = false;  // we default to a clean run (Magpie enables it)
   bool system_profiler = false;
+  std::vector<std::string> system_profiler_args;  // profiler.system_profiler.profile_args
   bool tracelens = false;
   TraceLensSettings tracelens_settings;
   GapSettings gap;

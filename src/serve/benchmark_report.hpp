@@ -14,10 +14,12 @@
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gap_analysis_report.hpp"
 #include "analysis/tracelens_report.hpp"
+#include "gpu/environment.hpp"
 #include "serve/gpu_monitor.hpp"
 #include "serve/gpu_selection.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/serving_metrics.hpp"
+#include "serve/system_profiler.hpp"
 
 namespace magpie::serve {
 
@@ -44,6 +46,9 @@ struct ServerInfo {
   std::map<std::string, std::string> env;
   std::string command;  // shell-quoted; empty in endpoint mode
   std::string image;
+  // Docker mode: the image's content digest (`docker image inspect`), set by
+  // the docker launcher when it knows it; empty = not known.
+  std::string image_digest;
   std::filesystem::path log;  // empty in endpoint mode
   std::string model_revision;
   std::string served_model;
@@ -113,8 +118,12 @@ struct BenchmarkReport {
   std::vector<KernelTime> kernel_summary;
   std::vector<std::string> top_bottlenecks;
   std::optional<TraceLensBlock> tracelens;
+  // system_profiler.enabled: the capture and its kernel summary (nsys / rocprofv3).
+  std::optional<SystemProfileBlock> system_profiler;
   // gpu_monitor.enabled: the per-GPU summary or why there is none.
   std::optional<GpuMonitorSummary> gpu_monitor;
+  // What a comparison needs to reproduce the run (benchmark_environment.hpp).
+  std::optional<gpu::EnvironmentSnapshot> environment;
   // Outcome.
   RunStatus status = RunStatus::kFailed;
   bool success = false;

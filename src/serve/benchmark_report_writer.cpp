@@ -93,6 +93,7 @@ json server_json(const ServerInfo& s) {
   if (!s.image.empty()) j["image"] = s.image;
   if (!s.container.empty()) j["container"] = s.container;
   if (s.left_running) j["left_running"] = true;
+  if (!s.image_digest.empty()) j["image_digest"] = s.image_digest;
   if (!s.log.empty()) j["log"] = s.log.string();
   if (!s.served_model.empty()) j["served_model"] = s.served_model;
   return j;
@@ -107,6 +108,43 @@ json gap_json(const GapAnalysisBlock& g) {
   json j = analysis::gap_analysis_json(g.result, g.files);
   for (const auto& note : g.notes) j["notes"].push_back(note);
   return j;
+}
+
+std::string environment_text(const gpu::EnvironmentSnapshot& e) {
+  std::string commit = e.build_commit.substr(0, 12) + (e.build_dirty ? "+dirty" : "");
+  std::string out = "\nEnvironment:\n";
+  out += fmt::format("  Magpie: {} (git {})\n", e.magpie_version, commit);
+  if (!e.model.empty())
+    out += fmt::format("  Model: {} (revision {})\n", e.model,
+                       e.model_revision.empty() ? "unknown" : e.model_revision);
+  if (!e.image.empty())
+    out += fmt::format("  Image: {}{}\n", e.image,
+                       e.image_digest.empty() ? "" : " (" + e.image_digest + ")");
+  if (e.gpus.empty()) out += "  GPUs: none found\n";
+  for (const auto& g : e.gpus) out += fmt::format("  GPU {}: {}\n", g.index, g.name);
+  return out;
+}
+
+json system_profiler_json(const SystemProfileBlock& b) {
+  json kernels = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& k : b.kernels)
+    kernels.push_back({{"name", k.name},
+                       {"percent", k.percent},
+                       {"total_ns", k.total_ns},
+                       {"instances", k.instances},
+                       {"avg_ns", opt(k.avg_ns)},
+                       {"med_ns", opt(k.med_ns)},
+                       {"min_ns", opt(k.min_ns)},
+                       {"max_ns", opt(k.max_ns)},
+                       {"stddev_ns", opt(k.stddev_ns)}});
+  return {{"enabled", true},
+          {"tool", b.tool},
+          {"command", b.command},
+          {"capture", b.capture.string()},
+          {"kernel_csv", b.kernel_csv.empty() ? json(nullptr) : json(b.kernel_csv.string())},
+          {"kernels", kernels},
+          {"errors", b.errors}};
 }
 
 json selection_json(const GpuSelection& s) {
@@ -170,6 +208,7 @@ json report_json(const BenchmarkReport& r) {
          {"tracelens_analysis", nullptr},
          {"gap_analysis", nullptr},
          {"gpu_monitor", nullptr},
+         {"environment", nullptr},
          {"workspace_dir", r.workspace_dir.string()},
          {"execution_time", r.execution_time_s},
          {"profiling_enabled", r.profiling_enabled},
@@ -208,7 +247,9 @@ json report_json(const BenchmarkReport& r) {
         {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
   if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
   if (r.tracelens) j["tracelens_analysis"] = tracelens_json(*r.tracelens);
+  j["system_profiler"] = r.system_profiler ? system_profiler_json(*r.system_profiler) : json(nullptr);
   if (r.gpu_monitor) j["gpu_monitor"] = gpu_monitor_json(*r.gpu_monitor);
+  if (r.environment) j["environment"] = gpu::environment_json(*r.environment);
   return j;
 }
 
@@ -268,6 +309,14 @@ std::string summary_text(const BenchmarkReport& r) {
                          range("temperature_c", " C"));
     }
   }
+  if (r.system_profiler) {
+    const auto& sp = *r.system_profiler;
+    out += fmt::format("\nSystem profiler ({}): {}\n", sp.tool, sp.capture.string());
+    for (size_t i = 0; i < sp.kernels.size() && i < 5; ++i)
+      out += fmt::format("  {:5.1f}%  {:10.3f} ms  {:6} calls  {}\n", sp.kernels[i].percent,
+                         sp.kernels[i].total_ns / 1e6, sp.kernels[i].instances, sp.kernels[i].name);
+  }
+  if (r.environment) out += environment_text(*r.environment);
   if (!r.top_bottlenecks.empty()) {
     out += "\nTop Bottleneck Kernels:\n";
     for (size_t i = 0; i < r.top_bottlenecks.size() && i < 5; ++i)

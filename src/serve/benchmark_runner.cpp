@@ -14,6 +14,7 @@
 #include "analysis/tracelens_report.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "serve/benchmark_environment.hpp"
 #include "serve/benchmark_report_writer.hpp"
 #include "serve/dataset.hpp"
 #include "serve/docker_cli.hpp"
@@ -26,6 +27,7 @@
 #include "serve/profiling.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/request_log.hpp"
+#include "serve/system_profiler.hpp"
 
 namespace magpie::serve {
 
@@ -183,6 +185,42 @@ GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
         "precision is not applied: with --endpoint the server is not launched by magpie");
   }
   return locks;
+}
+
+// system_profiler: found before anything starts (a missing tool is
+// Error(kNotFound), exit 3); only a local engine magpie launches can be wrapped.
+std::optional<SystemProfilerPlan> plan_system_profiler(const BenchmarkConfig& c,
+                                                       BenchmarkReport& report) {
+  if (!c.system_profiler) return std::nullopt;
+  if (!c.endpoint.empty()) {
+    report.warnings.push_back(
+        "system_profiler is not applied: with --endpoint the server is not launched by magpie");
+    return std::nullopt;
+  }
+  if (c.run_mode != "local")
+    throw Error(ErrorKind::kUsage,
+                fmt::format("system_profiler wraps a local engine; run_mode {} is not supported",
+                            c.run_mode),
+                "", std::nullopt,
+                "use --run-mode local (the profiler must be installed where the engine runs)");
+  return resolve_system_profiler(c.gpu_arch, c.system_profiler_args,
+                                 [](const std::string& name) { return find_on_path(name); });
+}
+
+// The capture's kernel summary, also as Magpie's kernel_summary when the
+// torch profiler gave none.
+void fold_system_profile(SystemProfileBlock block, BenchmarkReport& report) {
+  for (const auto& e : block.errors) report.errors.push_back(e);
+  if (report.kernel_summary.empty()) {
+    for (size_t i = 0; i < block.kernels.size() && i < 20; ++i) {
+      const auto& k = block.kernels[i];
+      report.kernel_summary.push_back({k.name, k.total_ns / 1e6, k.percent, k.instances});
+    }
+    if (report.top_bottlenecks.empty())
+      for (size_t i = 0; i < block.kernels.size() && i < 5; ++i)
+        report.top_bottlenecks.push_back(block.kernels[i].name);
+  }
+  report.system_profiler = std::move(block);
 }
 
 bool answers_health(const Endpoint& e) {
@@ -533,6 +571,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   BenchmarkOutcome outcome;
   auto& report = outcome.report;
   report.warnings = c.warnings;
+  std::optional<SystemProfilerPlan> system_profiler = plan_system_profiler(c, report);
   GpuLocks gpu_locks = resolve_engine_settings(c, report);
 
   outcome.workspace = make_workspace(c);
@@ -551,6 +590,10 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.config.envs = c.envs;
   report.config.num_cases = c.cases().size();
   report.config.timeout_seconds = c.timeout_seconds;
+  if (system_profiler) {
+    system_profiler->output_dir = ws / "system_profile";
+    fs::create_directories(system_profiler->output_dir);
+  }
 
   RunStop stop(ctx.stop, c.timeout_seconds);
   // The GPU monitor covers the workload: from the server being ready to the
@@ -568,7 +611,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   try {
     std::string reused_container = apply_lifecycle(c, report);
     report.config.run_mode = c.endpoint.empty() ? c.run_mode : "endpoint";
-    server = std::make_unique<EngineServer>(plan_launch(c, ws));
+    LaunchPlan plan = plan_launch(c, ws);
+    if (system_profiler && plan.mode != "local") {
+      report.warnings.push_back("system_profiler is not applied: server_lifecycle reused a "
+                                "server magpie did not launch");
+      system_profiler.reset();
+    }
+    if (system_profiler) plan.argv = system_profiler_argv(*system_profiler, plan.argv);
+    server = std::make_unique<EngineServer>(std::move(plan));
     report.server = server_info(server->plan());
     if (!reused_container.empty()) report.server->container = reused_container;
     report.server->model_revision = model_revision(c.model, c.hf_cache_path);
@@ -577,8 +627,19 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
                                                             ? report.server->url
                                                             : report.server->command);
     if (ctx.on_progress) ctx.on_progress(0, std::nullopt, "waiting for the server to become ready");
-    std::string served = server->start(c.server_ready_timeout_s, stop.flag());
+    // Each failed probe: the line (and the MCP progress) says what the wait is on.
+    auto on_attempt = [&ctx](const std::string& last) {
+      if (ctx.on_progress)
+        ctx.on_progress(0, std::nullopt,
+                        "waiting for the server to become ready: last error: " + last);
+    };
+    std::string served = server->start(c.server_ready_timeout_s, stop.flag(), on_attempt);
     report.server->served_model = served;
+    if (report.server->mode == "docker" && !report.server->image.empty()) {
+      std::string why;
+      report.server->image_digest = image_digest(report.server->image, &why);
+      if (!why.empty()) report.warnings.push_back("environment: image digest not read: " + why);
+    }
     if (report.model.empty()) report.model = served;
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
@@ -601,10 +662,18 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     never.reason = "not started: the run ended before the server was ready";
     report.gpu_monitor = never;
   }
+  const bool nsys = system_profiler && system_profiler->tool == SystemProfilerTool::kNsys;
+  const bool profile_ran = system_profiler && server && !stop.stopped();
+  if (system_profiler && !profile_ran)
+    report.errors.push_back("system_profiler: capture not read: the run ended early");
+  // nsys ends its capture while the engine runs; rocprofv3 writes when it exits.
+  if (profile_ran && nsys) fold_system_profile(finish_system_profile(*system_profiler, server->alive()), report);
   if (server) {
     server->shutdown();
     note_container_fate(*server, report);
   }
+  if (profile_ran && !nsys) fold_system_profile(finish_system_profile(*system_profiler, false), report);
+  report.environment = capture_benchmark_environment(report);
   finalize(report, complete, any_case_ok, stop, t_start);
   write_report_files(report, ws);
   outcome.success = report.success;

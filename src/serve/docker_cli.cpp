@@ -38,6 +38,20 @@ std::string docker_unreachable_reason() {
                      trimmed(r.output));
 }
 
+std::string image_digest(const std::string& image, std::string* why) {
+  auto r = docker({"docker", "image", "inspect", "--format", "{{.Id}} {{join .RepoDigests \",\"}}", image},
+                  std::chrono::seconds(30));
+  if (!r.ok()) {
+    if (why) *why = fmt::format("`docker image inspect {}` failed ({}): {}", image, r.describe(), trimmed(r.output));
+    return {};
+  }
+  std::string out = trimmed(r.output);
+  auto space = out.find(' ');
+  if (space == std::string::npos) return out;
+  std::string id = out.substr(0, space), repo = trimmed(out.substr(space + 1));
+  return repo.empty() ? id : id + " (" + repo + ")";
+}
+
 std::vector<RunningContainer> parse_running_containers(const std::string& out) {
   std::vector<RunningContainer> found;
   std::istringstream in(out);

@@ -12,6 +12,10 @@ namespace magpie::serve {
 // "" when `docker version` reaches a daemon, else why not (with docker's words).
 std::string docker_unreachable_reason();
 
+// The image's content id and, when it came from a registry, its repo digests
+// ("sha256:… (repo@sha256:…)"); "" when docker cannot say (`why` says so).
+std::string image_digest(const std::string& image, std::string* why = nullptr);
+
 struct RunningContainer {
   std::string name;
   std::string image;

@@ -128,7 +128,8 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
 
 EngineServer::~EngineServer() { shutdown(); }
 
-std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>* stop) {
+std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>* stop,
+                                const std::function<void(const std::string& last)>& on_attempt) {
   if (plan_.mode == "docker") {
     // Said before anything starts, instead of a `docker run` failure in server.log.
     if (auto why = docker_unreachable_reason(); !why.empty())
@@ -176,6 +177,7 @@ std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>*
     }
     if (std::chrono::steady_clock::now() > deadline)
       throw fail(fmt::format("was not ready within {:.0f} s (last: {})", ready_timeout_s, last));
+    if (on_attempt) on_attempt(last);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 }

@@ -5,6 +5,7 @@
 // exits or misses the deadline fails with the tail of its log.
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -44,7 +45,10 @@ class EngineServer {
 
   // Starts (unless endpoint mode) and waits until ready; returns the served model id.
   // Throws Error(kInternal) with the log tail on exit/timeout, or when `stop` is set.
-  std::string start(double ready_timeout_s, const std::atomic<bool>* stop);
+  // `on_attempt` hears each failed readiness probe's outcome ("Connection refused",
+  // "/health answered 503"), so a progress line can say what the wait is on.
+  std::string start(double ready_timeout_s, const std::atomic<bool>* stop,
+                    const std::function<void(const std::string& last)>& on_attempt = {});
   bool alive();  // endpoint mode: always true
   std::string exit_status() const { return process_.exit_status(); }
   // Stops the server. Docker mode: `docker stop`, then the container is removed

@@ -127,6 +127,8 @@ class Server:
             [str(VLLM), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port), *ENGINE_ARGS],
             stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.url = f"http://127.0.0.1:{self.port}"
+        self.started = time.time()
+        self.ready_after_s = None  # seconds from launch to ready: how slow this machine is now
 
     def wait_ready(self, timeout=600):
         deadline = time.time() + timeout
@@ -137,6 +139,7 @@ class Server:
             try:
                 with urllib.request.urlopen(self.url + "/v1/models", timeout=5) as r:
                     if r.status == 200:
+                        self.ready_after_s = time.time() - self.started
                         return
             except OSError:
                 pass

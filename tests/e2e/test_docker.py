@@ -95,6 +95,11 @@ def test_stub_engine_runs_in_a_labelled_container_that_is_removed(magpie, tmp_pa
     server = report["server"]
     assert server["mode"] == "docker" and report["config"]["run_mode"] == "docker"
     assert server["image"] == stub_image
+    # The environment block names the image by the daemon's content id (docker image inspect).
+    want_id = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", stub_image], env=dockerd.env,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert server["image_digest"].split(" ")[0] == want_id, server.get("image_digest")
+    assert report["environment"]["image_digest"] == server["image_digest"], report["environment"]
     assert server["container"] == f"magpie-vllm-{port}"
     assert server["command"].startswith("docker run --rm --init --name magpie-vllm-")
     for label in ("magpie.engine=vllm", "magpie.model=timed-stub", f"magpie.port={port}", f"magpie.workspace={ws}"):

@@ -6,13 +6,16 @@ The work is real: waiting for a server where nothing listens (the wait shows
 the address, the clock and the limit), a serving run against the timed stub
 server (request counts, rate, ETA), a CPU compare (performance rounds) and gap
 analysis of the sample trace (bytes parsed, files loaded)."""
+import fcntl
 import os
 import pty
 import re
 import select
 import socket
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,8 @@ LIVE = "\r\x1b[K"  # the renderer's rewrite-in-place prefix
 def run_in_pty(args, timeout=300) -> tuple:
     """Runs with stdout and stderr on a pseudo-terminal; returns (exit code, everything written)."""
     master, slave = pty.openpty()
+    # A wide terminal, so a line is not cut at the renderer's fallback width of 100.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     proc = subprocess.Popen([str(a) for a in args], stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     out = b""
@@ -77,6 +82,8 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     seen = {int(m.group(1)) for x in lines for m in [re.search(r"(\d+)s of 3s limit", x)] if m}
     assert {0, 1, 2} <= seen, lines
     assert "not ready within 3 s" in out  # the error, with the last failure, at the end
+    # The live line says why it is still waiting: the last connection error, after the clock.
+    assert any(re.search(r"\ds of 3s limit  last error: connect: Connection refused", x) for x in lines), lines
 
     rc, err = run_to_file(args[:-1] + [tmp_path / "b"], tmp_path)
     assert rc != 0 and "waiting for the server" not in err and LIVE not in err, err
@@ -84,6 +91,8 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     # --progress is a global flag: plain lines into the file, no terminal control codes.
     rc, err = run_to_file([magpie, "--progress", *args[1:-1], tmp_path / "c"], tmp_path)
     assert "waiting for the server to become ready" in err and LIVE not in err, err
+    # The plain lines (the log) carry the last error too, as soon as it is known.
+    assert re.search(rf"ready at {re.escape(url)}  \ds of 3s limit  last error: connect: Connection refused", err), err
 
 
 @pytest.fixture(scope="module")

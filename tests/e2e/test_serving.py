@@ -3,8 +3,9 @@ PyPI serving a tiny Llama-architecture model generated here (random weights
 via --load-format dummy; nothing downloaded from a hub).
 
 Covers a clean run (--endpoint), a sweep over two concurrencies and a
-profiled run (both with magpie launching the server itself), and the server
-killed mid-run. The comparison with `vllm bench serve` is in
+profiled run (both with magpie launching the server itself), the server
+killed mid-run, and the overall timeout ending a run whose server magpie
+launched (its whole process group gone, the partial results kept). The comparison with `vllm bench serve` is in
 test_serving_compare.py so this suite stays short."""
 import json
 import os
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,64 @@ def test_server_killed_mid_run(magpie, server, tmp_path):
     assert case["complete"] is False
     assert 64 <= case["throughput"]["completed_requests"] < 400
     assert "(INCOMPLETE)" in (jsonl.parent / "summary.txt").read_text()
+
+
+def processes_with(marker: str) -> list:
+    """Pids whose environment carries `marker` (the engine and every process it forked)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (p / "environ").read_bytes():
+                found.append(int(p.name))
+        except OSError:  # gone, or not ours
+            pass
+    return found
+
+
+def test_overall_timeout_kills_the_launched_server_and_keeps_partial_results(magpie, server, tiny_model, tmp_path):
+    # The limit leaves room for this machine's server start-up as measured by the
+    # module's own server (plus a minute of load), far less than the 100000
+    # requests would take: the timeout, not the workload, ends the run. On a
+    # machine so loaded that this start-up took longer than the limit (the run
+    # timed out before any case), the run is repeated once with a limit twice as long.
+    assert server.ready_after_s is not None
+    limit = int(2 * server.ready_after_s + 60)
+    for attempt in range(2):
+        marker = f"magpie-timeout-{uuid.uuid4().hex}"
+        out = tmp_path / f"attempt{attempt}"
+        t0 = time.monotonic()
+        proc, report, ws = run_magpie(magpie, ["--model", str(tiny_model), "--run-mode", "local", "--concurrency",
+                                               "2", "--num-prompts", "100000", *WORKLOAD, "--timeout", str(limit),
+                                               "--env", f"MAGPIE_E2E_MARKER={marker}", *env.engine_flags()],
+                                      out, timeout=limit + 300)
+        elapsed = time.monotonic() - t0
+        log = (ws / "server.log").read_text()[-3000:]
+        assert proc.returncode == 1, proc.stdout + proc.stderr + log
+        assert report["status"] == "timeout" and not report["complete"] and not report["success"], report["errors"]
+        assert any(f"timeout_seconds ({limit} s)" in e for e in report["errors"]), report["errors"]
+        assert elapsed < limit + 120, elapsed  # ended at the limit, not by the workload
+        # Either way the server's whole process group is gone (vLLM forks its engine
+        # core), and its port is free.
+        left = processes_with(marker)
+        for _ in range(50):
+            if not left:
+                break
+            time.sleep(0.2)
+            left = processes_with(marker)
+        assert not left, f"engine processes still running after the timeout: {left}"
+        assert port_closed(report["server"]["url"])
+        if report["cases"]:
+            break
+        limit = 2 * limit
+    case = report["cases"][0]
+    assert not case["complete"]
+    done = case["throughput"]["completed_requests"]
+    assert 1 <= done < 100000, (case["throughput"], log)
+    assert len((ws / "requests.jsonl").read_text().splitlines()) >= done
+    assert "Status: FAILED (TIMEOUT, INCOMPLETE)" in (ws / "summary.txt").read_text()
+    # The environment block says what ran: the local model path and the variable passed.
+    envb = report["environment"]
+    assert envb["model_revision"] == f"local:{tiny_model}"
+    assert envb["env_vars"]["MAGPIE_E2E_MARKER"] == marker

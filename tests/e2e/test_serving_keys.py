@@ -185,6 +185,12 @@ def test_gpu_selection_sets_visible_devices_for_the_engine(magpie, tmp_path, stu
     assert report["server"]["env"]["CUDA_VISIBLE_DEVICES"] == "1"
     # NVML numbers GPUs in PCI order; CUDA must count the same way.
     assert json.loads(record.read_text())["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    # The environment block names the GPU the engine got and the variables it was given.
+    envb = report["environment"]
+    assert [g["index"] for g in envb["gpus"]] == [1], envb["gpus"]
+    assert envb["gpus"][0]["name"] and envb["gpus"][0]["uuid"], envb["gpus"]
+    assert envb["env_vars"]["CUDA_VISIBLE_DEVICES"] == "1"
+    assert envb["env_vars"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
 def test_gpu_selection_skips_a_gpu_another_run_holds(magpie, tmp_path, stub_engine, fake_driver):
@@ -246,6 +252,7 @@ def test_precision_becomes_the_engine_flag(magpie, tmp_path, stub_engine):
     i = argv.index("--dtype")
     assert argv[i + 1] == "bfloat16", argv
     assert report["config"]["precision_args"] == ["--dtype", "bfloat16"]
+    assert "--gpu-memory-utilization" in argv  # without --cpu-engine the GPU flag stays
     # fp4 has no flag: said, not silently dropped.
     cfg = yaml_config(tmp_path, "  precision: fp4\n")
     proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
@@ -267,3 +274,116 @@ def test_server_lifecycle_reuse_and_disabled(magpie, tmp_path, stub):
     proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", "/nonexistent/vllm"], tmp_path)
     assert proc.returncode == 1
     assert any("server_lifecycle.enabled is false" in e and "127.0.0.1:9" in e for e in report["errors"]), report
+
+
+# --- the environment block -----------------------------------------------------------
+
+def test_environment_block_names_build_model_and_engine_variables(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    # hf_cache_path: a Hugging Face cache laid out as the hub library writes it;
+    # refs/main holds the commit the model was fetched at.
+    hf = tmp_path / "hf"
+    (hf / "hub" / "models--timed-stub" / "refs").mkdir(parents=True)
+    (hf / "hub" / "models--timed-stub" / "refs" / "main").write_text("3f1c0ffee\n")
+    cfg = yaml_config(tmp_path, f"  hf_cache_path: {hf}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", "NUM_PROMPTS: 6, MY_ENGINE_KNOB: on}"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    envb = report["environment"]
+    version = subprocess.run([str(magpie), "--version"], capture_output=True, text=True).stdout
+    assert envb["magpie_version"] in version and envb["build_commit"], (envb, version)
+    if envb["build_commit"] != "unknown":
+        assert envb["build_commit"][:12] in version
+    assert envb["model"] == "timed-stub"
+    assert envb["model_revision"] == "3f1c0ffee" == report["server"]["model_revision"]
+    # What the engine was given, as it really got it.
+    assert envb["env_vars"]["MY_ENGINE_KNOB"] == "on"
+    assert json.loads(record.read_text())["env"]["MY_ENGINE_KNOB"] == "on"
+    assert envb["image"] is None and envb["image_digest"] is None  # local mode: no image
+    assert "Environment:" in (ws / "summary.txt").read_text()
+
+
+# --- unknown keys and --strict -------------------------------------------------------
+
+def test_misspelled_key_warns_with_the_nearest_key_and_fails_under_strict(magpie, tmp_path, stub):
+    cfg = yaml_config(tmp_path, "  gpu_selecton: {count: 1}\n")
+    proc, report, _ = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "unknown key 'benchmark.gpu_selecton' ignored (did you mean 'gpu_selection'?)" in proc.stderr
+    assert any("did you mean 'gpu_selection'" in w for w in report["warnings"])
+    proc, report, _ = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}", "--strict"], tmp_path / "s")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "gpu_selecton" in proc.stderr and "gpu_selection" in proc.stderr
+    assert report is None  # refused before a workspace was made
+
+
+# --- the system profiler -------------------------------------------------------------
+
+def test_system_profiler_without_the_tool_is_a_clear_error_before_anything_starts(magpie, tmp_path, stub_engine):
+    import shutil
+    path = "/usr/bin:/bin"
+    if shutil.which("nsys", path=path) or shutil.which("rocprofv3", path=path):
+        pytest.skip("nsys or rocprofv3 is installed here: examples/gpu/validate_system_profiler.sh covers it")
+    script, record = stub_engine
+    env = dict(os.environ, PATH=path)
+    proc, report, _ = run(magpie, ["vllm", "--model", "timed-stub", "--run-mode", "local", "--engine-executable",
+                                   script, "--system-profiler", *WORKLOAD], tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "system_profiler: nsys or rocprofv3 is not on PATH; nothing was started" in proc.stderr, proc.stderr
+    assert "Nsight Systems" in proc.stderr  # what to install
+    assert report is None and not record.exists()  # no workspace, no engine
+    # The same from the YAML key; an AMD arch names the AMD tool.
+    cfg = yaml_config(tmp_path, "  gpu_arch: gfx942\n")
+    cfg.write_text(cfg.read_text().replace("  profiler: {torch_profiler: {enabled: false}}\n",
+                                           "  profiler: {system_profiler: {enabled: true}}\n"))
+    proc, report, _ = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path, env=env)
+    assert proc.returncode == 3 and "rocprofv3 is not on PATH (gpu_arch gfx942)" in proc.stderr, proc.stderr
+    assert not record.exists()
+
+
+def test_system_profiler_with_endpoint_is_a_warning(magpie, tmp_path, stub):
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", f"http://127.0.0.1:{stub}", "--system-profiler",
+                                   *WORKLOAD, "--num-prompts", "4"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert any("system_profiler is not applied" in w for w in report["warnings"]), report["warnings"]
+    assert report["system_profiler"] is None and report["run_kind"] == "diagnostic"
+
+
+# --- flags that must reach the engine or the load -------------------------------------
+
+def test_engine_flags_reach_the_launch_line(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    proc, report, _ = run(magpie, ["vllm", "--model", "timed-stub", "--run-mode", "local", "--engine-executable",
+                                   script, "--tp", "2", "--max-model-len", "2048", "--engine-arg=--enforce-eager",
+                                   "--env", "EXTRA_VLLM_ARGS=--swap-space 4", "-p", "fp16", "--cpu-engine",
+                                   *WORKLOAD, "--num-prompts", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = json.loads(record.read_text())["argv"]
+    after = lambda flag: argv[argv.index(flag) + 1]  # noqa: E731
+    assert after("--tensor-parallel-size") == "2" and after("--max-model-len") == "2048", argv
+    assert "--enforce-eager" in argv and after("--swap-space") == "4", argv
+    assert after("--dtype") == "float16", argv  # -p fp16
+    assert "--gpu-memory-utilization" not in argv, argv  # --cpu-engine drops the GPU-only flag
+    # Workload knobs are not engine variables.
+    assert "TP" not in report["server"]["env"] and "EXTRA_VLLM_ARGS" not in report["server"]["env"]
+
+
+def test_client_flags_shape_the_load(magpie, tmp_path, stub):
+    url = f"http://127.0.0.1:{stub}"
+    # --run-kind and a goodput SLO no request can meet (the stub's first token takes 20 ms).
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--num-prompts", "4", "--run-kind",
+                                   "diagnostic", "--slo-ttft-ms", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["run_kind"] == "diagnostic" and not report["reward_eligible"]
+    assert report["throughput"]["completed_requests"] == 4
+    assert report["throughput"]["request_goodput"] == 0
+    # --duration bounds the case by time instead of a request count; --request-rate paces it.
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--duration", "1.5", "--request-rate", "20",
+                                   "--burstiness", "1"], tmp_path / "d")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    case = report["cases"][0]
+    assert case["request_rate"] == 20
+    # Sent for 1.5 s at 20/s (a fixed-seed schedule of about 30 arrivals): more than the
+    # CONC x 10 = 20 requests a count-bounded case would send, and over in about the duration.
+    assert 1.0 <= report["throughput"]["duration_seconds"] < 10, report["throughput"]
+    assert report["throughput"]["completed_requests"] > 20, report["throughput"]

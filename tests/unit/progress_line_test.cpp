@@ -48,4 +48,27 @@ TEST(ProgressLine, OffWritesNothingAndLinesWriteEachStepOnce) {
   EXPECT_EQ(text.find('\r'), std::string::npos);
 }
 
+TEST(ProgressLine, NewsInTheSameStepIsPrintedAtOnceAfterTheNote) {
+  // Waiting for a server: the clock and counters alone wait 10 s between plain
+  // lines, but a new last error is news and is printed at once, after the clock.
+  std::ostringstream out;
+  {
+    ProgressLine lines(ProgressStyle::kLines, out);
+    lines.set_limit("waiting for the server", 30, "at http://127.0.0.1:9");
+    lines.update(0, std::nullopt, "waiting for the server to become ready");
+    lines.update(0, std::nullopt, "waiting for the server to become ready: last error: connect: Connection refused");
+    lines.update(0, std::nullopt, "waiting for the server to become ready: last error: connect: Connection refused");
+    lines.update(0, std::nullopt, "waiting for the server to become ready: last error: /health answered 503");
+    lines.finish();
+  }
+  const std::string text = out.str();
+  EXPECT_NE(text.find("waiting for the server to become ready at http://127.0.0.1:9  0s of 30s limit  last error: "
+                      "connect: Connection refused\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("of 30s limit  last error: /health answered 503\n"), std::string::npos) << text;
+  // The repeated error was not printed twice.
+  EXPECT_EQ(text.find("refused"), text.rfind("refused")) << text;
+}
+
 }  // namespace magpie

@@ -62,7 +62,7 @@ BenchmarkReport a_report() {
   r.config.run_mode = "endpoint";
   r.config.num_cases = 2;
   r.config.timeout_seconds = 3600;
-  r.server = ServerInfo{"endpoint", "http://127.0.0.1:9", {}, "", "", "", "unknown", "tiny"};
+  r.server = ServerInfo{"endpoint", "http://127.0.0.1:9", {}, "", "", "", "", "unknown", "tiny"};
   r.cases = {a_case("CONC1_ISL10_OSL4", 1, 0.1), a_case("CONC4_ISL10_OSL4", 4, 0.2)};
   r.status = RunStatus::kSuccess;
   r.success = r.complete = r.reward_eligible = true;
