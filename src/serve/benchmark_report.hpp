@@ -14,8 +14,7 @@
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gap_analysis_report.hpp"
 #include "analysis/tracelens_report.hpp"
-#include "serve/gpu_monitor.hpp"
-#include "serve/gpu_selection.hpp"
+#include "serve/gpu_names.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/serving_metrics.hpp"
 
