@@ -29,9 +29,10 @@ magpie=$(cd "$(dirname "$magpie")" && pwd)/$(basename "$magpie")
 here=$(cd "$(dirname "$0")" && pwd)
 example="$here/../kernels/side_stream"
 [[ -f "$example/add_torch.py" ]] || { echo "example not found at $example" >&2; exit 2; }
-python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
-  { echo "python3 with CUDA torch is needed (the kernel harness imports it)" >&2; exit 2; }
-
+# Libraries carried beside the binary (.kbin/lib).
+if [[ -d "$(dirname "$magpie")/lib" ]]; then
+  export LD_LIBRARY_PATH="$(cd "$(dirname "$magpie")/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # A lock folder of our own: runs elsewhere on this host do not get in the way.
@@ -45,6 +46,10 @@ if [[ "$gpus" == "0" ]]; then
   exit 0
 fi
 echo "GPUs: $gpus"
+# The harness (python/magpie_bench) from this checkout.
+export MAGPIE_PYTHON_DIR=${MAGPIE_PYTHON_DIR:-$(cd "$here/../../python" && pwd)}
+python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
+  { echo "python3 with CUDA torch is needed (the kernel harness imports it)" >&2; exit 2; }
 
 config() {  # config FILE WAIT_SEC
   cat >"$1" <<YAML
@@ -111,8 +116,8 @@ for name in names:
     print(f"  monitor: {mon['samples']} samples; SM clock {f.get('sm_clock_mhz')}; power {f.get('power_w')}")
     print(f"  throttle while timing: {mon['throttle']['throttled']} {[t['reasons'] for t in mon['throttle']['gpus']]}")
     if mon["samples"] < 3 or "sm_clock_mhz" not in f or "power_w" not in f:
-        bad(f"{name}: too few samples or no SM clock / power: {mon}")
-    rows = list(csv.DictReader(open(mon["csv_path"])))
+        bad(f"{name}: too few samples or no SM clock / power: {mon}"); continue
+    rows = list(csv.DictReader(open(ws / "gpu_monitor.csv")))
     if not rows or any(not r["sm_clock_mhz"] or not r["power_w"] for r in rows):
         bad(f"{name}: gpu_monitor.csv rows without SM clock or power")
     if not (0 < f["sm_clock_mhz"]["max"] < 4000 and 0 < f["power_w"]["max"] < 2000):
