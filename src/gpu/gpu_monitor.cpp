@@ -73,8 +73,8 @@ std::vector<GpuFieldSummary> summarize_gpu_samples(
 }
 
 ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
-                               const std::vector<std::pair<int, std::string>>& names,
-                               double from_s, double to_s) {
+                               const std::vector<std::pair<int, std::string>>& names, double from_s,
+                               double to_s) {
   ThrottleWindow w;
   w.from_s = from_s;
   w.to_s = to_s;
@@ -101,11 +101,11 @@ std::vector<std::string> throttle_warnings(const ThrottleWindow& window) {
     if (g.throttled == 0) continue;
     std::vector<std::string> reasons;
     for (const auto& [name, n] : g.reasons) reasons.push_back(fmt::format("{} {}", name, n));
-    out.push_back(fmt::format("GPU {}{}: clocks lowered in {} of {} samples {} ({}); timings may be slower "
-                              "than the GPU can run",
-                              g.index, g.name.empty() ? "" : " (" + g.name + ")", g.throttled,
-                              g.samples, window.marked ? "while measuring" : "during the run",
-                              fmt::join(reasons, ", ")));
+    out.push_back(fmt::format(
+        "GPU {}{}: clocks lowered in {} of {} samples {} ({}); timings may be slower "
+        "than the GPU can run",
+        g.index, g.name.empty() ? "" : " (" + g.name + ")", g.throttled, g.samples,
+        window.marked ? "while measuring" : "during the run", fmt::join(reasons, ", ")));
   }
   return out;
 }
@@ -126,7 +126,8 @@ std::string gpu_samples_csv(const std::vector<GpuSampleRow>& rows) {
       cells.emplace_back();
     } else {
       auto names = clocks_event_reason_names(*row.sample.clocks_event_reasons);
-      cells.push_back(names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, "|")));
+      cells.push_back(names.empty() ? std::string("none")
+                                    : fmt::format("{}", fmt::join(names, "|")));
     }
     csv.row(cells);
   }
@@ -224,9 +225,9 @@ GpuMonitorSummary GpuMonitor::finish() {
                    [](const GpuSampleRow& a, const GpuSampleRow& b) { return a.t_s < b.t_s; });
   s.gpus = summarize_gpu_samples(rows_, sampler_.devices());
   const bool marked = measuring_from_.has_value();
-  s.throttle = find_throttling(rows_, sampler_.devices(), marked ? *measuring_from_ : 0.0,
-                               marked && measuring_to_ ? *measuring_to_
-                                                       : std::numeric_limits<double>::infinity());
+  s.throttle = find_throttling(
+      rows_, sampler_.devices(), marked ? *measuring_from_ : 0.0,
+      marked && measuring_to_ ? *measuring_to_ : std::numeric_limits<double>::infinity());
   s.throttle.marked = marked;
   if (!marked) s.throttle.to_s = rows_.empty() ? 0.0 : rows_.back().t_s;
   write_file_atomic(csv_path_, gpu_samples_csv(rows_));

@@ -52,15 +52,15 @@ struct GpuFieldSummary {
 struct ThrottleFinding {
   int index = 0;
   std::string name;
-  size_t samples = 0;    // samples of this GPU in the window that reported reasons
-  size_t throttled = 0;  // of those, samples with a throttle reason
+  size_t samples = 0;                     // samples of this GPU in the window that reported reasons
+  size_t throttled = 0;                   // of those, samples with a throttle reason
   std::map<std::string, size_t> reasons;  // reason name → samples that had it
 };
 
 struct ThrottleWindow {
   bool marked = false;  // false: measuring_begin/end never called; the whole run counts
   double from_s = 0, to_s = 0;
-  bool reasons_reported = false;  // the driver reports clocks event reasons at all
+  bool reasons_reported = false;      // the driver reports clocks event reasons at all
   std::vector<ThrottleFinding> gpus;  // every sampled GPU, throttled or not
   bool any() const {
     for (const auto& g : gpus)
@@ -93,8 +93,8 @@ std::vector<GpuFieldSummary> summarize_gpu_samples(
 
 // Pure: per GPU, the samples in [from_s, to_s] that carry a throttle reason.
 ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
-                               const std::vector<std::pair<int, std::string>>& names,
-                               double from_s, double to_s);
+                               const std::vector<std::pair<int, std::string>>& names, double from_s,
+                               double to_s);
 
 // gpu_monitor.csv's text for these rows (empty cell = field not reported;
 // clocks_event_reasons as names joined by '|', "none" for no reason).

@@ -11,20 +11,16 @@ json gpu_selection_json(const GpuSelectionRecord& r) {
                  {"count", q.count ? json(*q.count) : json(nullptr)},
                  {"candidates", q.candidates},
                  {"wait_sec", q.wait_s}};
-  if (!r.chosen)
-    return {{"requested", requested}, {"applied", false}, {"reason", r.not_applied}};
+  if (!r.chosen) return {{"requested", requested}, {"applied", false}, {"reason", r.not_applied}};
   const auto& s = *r.chosen;
   json gpus = json::array();
   for (size_t i = 0; i < s.indices.size(); ++i)
-    gpus.push_back({{"index", s.indices[i]},
-                    {"name", i < s.names.size() ? s.names[i] : ""},
-                    {"uuid", i < s.uuids.size() && !s.uuids[i].empty() ? json(s.uuids[i]) : json(nullptr)}});
-  return {{"requested", requested},
-          {"applied", true},
-          {"indices", s.indices},
-          {"names", s.names},
-          {"gpus", gpus},
-          {"env", {{s.env_name, s.env_value}}},
+    gpus.push_back(
+        {{"index", s.indices[i]},
+         {"name", i < s.names.size() ? s.names[i] : ""},
+         {"uuid", i < s.uuids.size() && !s.uuids[i].empty() ? json(s.uuids[i]) : json(nullptr)}});
+  return {{"requested", requested}, {"applied", true}, {"indices", s.indices},
+          {"names", s.names},       {"gpus", gpus},    {"env", {{s.env_name, s.env_value}}},
           {"reason", s.reason}};
 }
 
@@ -57,7 +53,8 @@ json monitor_summary_json(const GpuMonitorSummary& s) {
     json fields = json::object();
     for (const auto& [name, r] : g.fields)
       fields[name] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}, {"samples", r.count}};
-    gpus.push_back({{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
+    gpus.push_back(
+        {{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
   }
   return {{"enabled", true},
           {"available", true},

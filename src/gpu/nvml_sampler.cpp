@@ -53,12 +53,15 @@ struct NvmlSampler::Api {
 
 std::vector<std::string> clocks_event_reason_names(uint64_t mask) {
   // nvml.h's nvmlClocksEventReason* bits.
-  static const std::pair<uint64_t, const char*> kNames[] = {
-      {0x1, "gpu_idle"},          {0x2, "applications_clocks_setting"},
-      {0x4, "sw_power_cap"},      {0x8, "hw_slowdown"},
-      {0x10, "sync_boost"},       {0x20, "sw_thermal_slowdown"},
-      {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},
-      {0x100, "display_clock_setting"}};
+  static const std::pair<uint64_t, const char*> kNames[] = {{0x1, "gpu_idle"},
+                                                            {0x2, "applications_clocks_setting"},
+                                                            {0x4, "sw_power_cap"},
+                                                            {0x8, "hw_slowdown"},
+                                                            {0x10, "sync_boost"},
+                                                            {0x20, "sw_thermal_slowdown"},
+                                                            {0x40, "hw_thermal_slowdown"},
+                                                            {0x80, "hw_power_brake_slowdown"},
+                                                            {0x100, "display_clock_setting"}};
   std::vector<std::string> out;
   for (auto [bit, name] : kNames)
     if ((mask & bit) != 0) out.emplace_back(name), mask &= ~bit;

@@ -3,17 +3,17 @@
 // (tests/unit/fakes, whose GPUs report clocks, temperature and memory but no
 // power or utilization, as a driver lacking those entry points would), and
 // with no NVML at all.
+#include "gpu/gpu_monitor.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
-
-#include "gpu/gpu_monitor.hpp"
 
 namespace magpie::gpu {
 namespace {
@@ -91,7 +91,7 @@ TEST(GpuMonitor, ThrottlingCountsOnlyLoweringReasonsInsideTheWindow) {
   };
   // GPU 0: idle before, power-capped twice while measuring, thermal after.
   // GPU 1: sync boost and idle only (not lowering clocks below what was asked).
-  std::vector<GpuSampleRow> rows{at(0.0, 0, 0x1), at(1.0, 0, 0x4), at(1.5, 0, 0x4 | 0x1),
+  std::vector<GpuSampleRow> rows{at(0.0, 0, 0x1), at(1.0, 0, 0x4),  at(1.5, 0, 0x4 | 0x1),
                                  at(2.0, 0, 0x0), at(3.0, 0, 0x20), at(1.2, 1, 0x10),
                                  at(1.8, 1, 0x1)};
   auto w = find_throttling(rows, {{0, "A"}, {1, "B"}}, 1.0, 2.0);
@@ -105,7 +105,9 @@ TEST(GpuMonitor, ThrottlingCountsOnlyLoweringReasonsInsideTheWindow) {
   w.marked = true;
   auto lines = throttle_warnings(w);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].rfind("GPU 0 (A): clocks lowered in 2 of 3 samples while measuring (sw_power_cap 2)", 0), 0u)
+  EXPECT_EQ(lines[0].rfind(
+                "GPU 0 (A): clocks lowered in 2 of 3 samples while measuring (sw_power_cap 2)", 0),
+            0u)
       << lines[0];
   // A driver without the reasons: nothing reported, nothing claimed.
   GpuSampleRow plain;
@@ -163,7 +165,7 @@ TEST(GpuMonitor, SamplesTheStandInDriverInTheBackground) {
   EXPECT_DOUBLE_EQ(g.fields.at("mem_clock_mhz").max, 3201);
   EXPECT_FALSE(s.throttle.marked);  // no measuring window: the whole run counts
   EXPECT_TRUE(s.throttle.reasons_reported);
-  EXPECT_FALSE(s.throttle.any());  // the stand-in is idle
+  EXPECT_FALSE(s.throttle.any());            // the stand-in is idle
   EXPECT_EQ(g.fields.count("power_w"), 0u);  // the stand-in has no nvmlDeviceGetPowerUsage
   bool noted = false;
   for (const auto& n : s.notes) noted = noted || n.find("power_w") != std::string::npos;

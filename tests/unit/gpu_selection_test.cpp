@@ -2,8 +2,9 @@
 // name what exists when a request cannot be met. (What the driver lists is
 // read by gpu/nvml.cpp and tested in gpu_nvml_test.)
 // The GPU lists here are made up: CI has no GPU, and a list is what a choice is made from.
-#include <gtest/gtest.h>
+#include "gpu/gpu_selection.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +15,6 @@
 
 #include "core/error.hpp"
 #include "gpu/gpu_lock.hpp"
-#include "gpu/gpu_selection.hpp"
 
 namespace magpie::gpu {
 namespace {
@@ -194,16 +194,19 @@ TEST(GpuSelectAndLock, ASecondRunGetsTheOtherGpuAndAThirdNone) {
   EXPECT_NE(first.selection.reason.find("locked in " + dir.path.string()), std::string::npos);
   auto second = select_and_lock(one, two_gpus_with_uuids, 1, dir.path);
   EXPECT_EQ(second.selection.indices, std::vector<int>{1});
-  EXPECT_NE(second.selection.reason.find("not in use by another magpie run (1 are)"), std::string::npos)
+  EXPECT_NE(second.selection.reason.find("not in use by another magpie run (1 are)"),
+            std::string::npos)
       << second.selection.reason;
   try {
     select_and_lock(one, two_gpus_with_uuids, 1, dir.path);
     ADD_FAILURE() << "a third run got a GPU";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("in use by another magpie run"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("in use by another magpie run"), std::string::npos)
+        << e.what();
   }
   second.locks.release_all();
-  EXPECT_EQ(select_and_lock(one, two_gpus_with_uuids, 1, dir.path).selection.indices, std::vector<int>{1});
+  EXPECT_EQ(select_and_lock(one, two_gpus_with_uuids, 1, dir.path).selection.indices,
+            std::vector<int>{1});
 }
 
 TEST(GpuSelectAndLock, WaitsForAGpuAnotherRunReleases) {
