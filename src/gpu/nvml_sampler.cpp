@@ -14,6 +14,7 @@ namespace {
 using Device = void*;
 constexpr int kSuccess = 0;
 constexpr int kClockSm = 1;
+constexpr int kClockMem = 2;
 constexpr int kTemperatureGpu = 0;
 struct Utilization {
   unsigned gpu, memory;
@@ -41,6 +42,7 @@ struct NvmlSampler::Api {
   int (*power)(Device, unsigned*) = nullptr;
   int (*clock)(Device, int, unsigned*) = nullptr;
   int (*temperature)(Device, int, unsigned*) = nullptr;
+  int (*clocks_event_reasons)(Device, unsigned long long*) = nullptr;
 
   std::string error(int code) const {
     const char* text = error_string != nullptr ? error_string(code) : nullptr;
@@ -48,6 +50,25 @@ struct NvmlSampler::Api {
                            : fmt::format("NVML error {}", code);
   }
 };
+
+std::vector<std::string> clocks_event_reason_names(uint64_t mask) {
+  // nvml.h's nvmlClocksEventReason* bits.
+  static const std::pair<uint64_t, const char*> kNames[] = {{0x1, "gpu_idle"},
+                                                            {0x2, "applications_clocks_setting"},
+                                                            {0x4, "sw_power_cap"},
+                                                            {0x8, "hw_slowdown"},
+                                                            {0x10, "sync_boost"},
+                                                            {0x20, "sw_thermal_slowdown"},
+                                                            {0x40, "hw_thermal_slowdown"},
+                                                            {0x80, "hw_power_brake_slowdown"},
+                                                            {0x100, "display_clock_setting"}};
+  std::vector<std::string> out;
+  for (auto [bit, name] : kNames)
+    if ((mask & bit) != 0) out.emplace_back(name), mask &= ~bit;
+  for (int b = 0; b < 64; ++b)
+    if ((mask & (uint64_t{1} << b)) != 0) out.push_back(fmt::format("bit_{}", b));
+  return out;
+}
 
 NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& libraries) {
   library_ = ::dlopen(libraries.nvml.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -73,6 +94,10 @@ NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& librarie
   resolve(api_->power, "nvmlDeviceGetPowerUsage");
   resolve(api_->clock, "nvmlDeviceGetClockInfo");
   resolve(api_->temperature, "nvmlDeviceGetTemperature");
+  // The "event" name since driver 535; older drivers only have the "throttle" one (same ABI).
+  resolve(api_->clocks_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (api_->clocks_event_reasons == nullptr)
+    resolve(api_->clocks_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
   if (api_->init == nullptr || api_->count == nullptr || api_->handle == nullptr) {
     reason_ = fmt::format(
         "{} lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2", libraries.nvml);
@@ -118,7 +143,9 @@ NvmlSampler::NvmlSampler(std::vector<int> indices, const NvmlLibraries& librarie
          "memory_used_mib (nvmlDeviceGetMemoryInfo)"},
         {api_->power != nullptr, "power_w (nvmlDeviceGetPowerUsage)"},
         {api_->clock != nullptr, "sm_clock_mhz (nvmlDeviceGetClockInfo)"},
-        {api_->temperature != nullptr, "temperature_c (nvmlDeviceGetTemperature)"}})
+        {api_->temperature != nullptr, "temperature_c (nvmlDeviceGetTemperature)"},
+        {api_->clocks_event_reasons != nullptr,
+         "clocks_event_reasons (nvmlDeviceGetCurrentClocksEventReasons)"}})
     if (!fn) notes_.push_back(fmt::format("{}: not exported by this driver's NVML", what));
   available_ = true;
 }
@@ -151,6 +178,11 @@ std::vector<DeviceSample> NvmlSampler::sample() {
     if (api_->clock != nullptr && api_->clock(d, kClockSm, &v) == kSuccess) s.sm_clock_mhz = v;
     if (api_->temperature != nullptr && api_->temperature(d, kTemperatureGpu, &v) == kSuccess)
       s.temperature_c = v;
+    if (api_->clock != nullptr && api_->clock(d, kClockMem, &v) == kSuccess) s.mem_clock_mhz = v;
+    unsigned long long reasons = 0;
+    if (api_->clocks_event_reasons != nullptr &&
+        api_->clocks_event_reasons(d, &reasons) == kSuccess)
+      s.clocks_event_reasons = reasons;
     out.push_back(s);
   }
   return out;

@@ -3,6 +3,7 @@
 // and each sample() reads only the fast-changing fields, so sampling every
 // few hundred milliseconds costs next to nothing. query_nvml() is the one-shot
 // full description; this is its cheap, repeatable sibling.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,19 @@ struct DeviceSample {
   std::optional<double> power_w;
   std::optional<double> sm_clock_mhz;
   std::optional<double> temperature_c;
+  std::optional<double> mem_clock_mhz;
+  // NVML's clocks event ("throttle") reason bits at this moment
+  // (nvmlClocksEventReasons); nullopt when the driver does not report them.
+  std::optional<uint64_t> clocks_event_reasons;
 };
+
+// The reasons a mask names, NVML's bits spelled as short names
+// ("sw_power_cap", "hw_thermal_slowdown", ...); unknown bits as "bit_N".
+std::vector<std::string> clocks_event_reason_names(uint64_t mask);
+// The bits that lower the clocks below what the workload asks for (power and
+// thermal caps, hardware slowdown), as opposed to idle, sync boost or a
+// clock the user set.
+constexpr uint64_t kThrottleReasonMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 class NvmlSampler {
  public:

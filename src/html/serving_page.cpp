@@ -101,7 +101,7 @@ std::string case_name(const std::string& label, size_t i) {
 
 constexpr size_t kTimelineRequests = 400;
 
-// profiler.gpu_monitor: each field of gpu_monitor.csv (serve/gpu_monitor.hpp writes it:
+// profiler.gpu_monitor: each field of gpu_monitor.csv (gpu/gpu_monitor.hpp writes it:
 // timestamp_s, gpu, then one column per field, empty where the driver gave nothing) over time,
 // one line per GPU; the block's min/mean/max as a table.
 std::optional<Section> gpu_monitor_section(const json& block, const fs::path& workspace,

@@ -1,6 +1,7 @@
 #include "jobs/kernel_jobs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "gpu/gpu_run_json.hpp"
 #include "jobs/run_recorder.hpp"
 #include "kernel/command.hpp"
 #include "kernel/evaluator.hpp"
@@ -96,6 +98,45 @@ KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const
 
 namespace {
 
+// gpu_selection for a kernel run: picks and locks the GPUs, fills the record
+// and the children's environment, and points out.gpu at the chosen GPU.
+// Without a GPU on this machine it records why and the run carries on; a
+// request that cannot be met on a machine with GPUs is an error.
+std::optional<gpu::LockedGpus> select_gpus_for_run(const KernelConfig& cfg, const JobContext& context,
+                                                   KernelEvaluationOutcome& out,
+                                                   std::map<std::string, std::string>& gpu_env) {
+  gpu::GpuSelectionRecord record;
+  record.requested = *cfg.gpu_selection;
+  std::optional<gpu::LockedGpus> locked;
+  gpu::GpuInventory inventory = gpu::query_gpu_inventory();
+  if (inventory.gpus.empty()) {
+    record.not_applied = fmt::format(
+        "no GPU found ({}); the commands ran with the devices they inherit",
+        inventory.why_empty.empty() ? "the driver reports none" : inventory.why_empty);
+  } else {
+    bool first = true;
+    auto read_inventory = [&]() -> gpu::GpuInventory {  // the list just read, then fresh ones while waiting
+      if (!first) return gpu::query_gpu_inventory();
+      first = false;
+      return inventory;
+    };
+    locked.emplace(gpu::select_and_lock(*cfg.gpu_selection, read_inventory, 1, gpu::GpuLocks::default_dir(),
+                                        context.cancel));
+    const auto& chosen = locked->selection;
+    record.chosen = chosen;
+    gpu_env[chosen.env_name] = chosen.env_value;
+    // NVML numbers GPUs in PCI bus order; CUDA's default is fastest first.
+    if (chosen.env_name == "CUDA_VISIBLE_DEVICES") gpu_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+    for (const auto& k : cfg.kernels)
+      if (k.env.contains(chosen.env_name))
+        out.warnings.push_back(fmt::format("{}: env sets {}; gpu_selection's {} is used instead", k.id,
+                                           chosen.env_name, chosen.env_value));
+    out.gpu = detect_gpu(chosen.indices.front());
+  }
+  out.gpu_selection = record;
+  return locked;
+}
+
 std::string config_text(const KernelEvaluationRequest& r) {
   std::string t = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.compare, r.sources.kernel_config,
                               r.sources.type, r.sources.compile_command, r.sources.working_dir, r.baseline,
@@ -115,12 +156,18 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     KernelEvaluationOutcome out;
     out.compare = request.compare;
     out.gpu = detect_gpu();
-    gpu::EnvironmentRequest env_request;
-    if (!out.gpu.arch.empty()) env_request.env_passed["MAGPIE_GPU_ARCH"] = out.gpu.arch;  // set for every stage
-    out.environment = gpu::capture_environment(env_request);
-    recorder.gpu(out.gpu.name);
     KernelConfig cfg = resolve_kernel_config(request, out.gpu);
     out.warnings = cfg.warnings;
+    // Held until the run returns (or crashes: the kernel drops flocks).
+    std::optional<gpu::LockedGpus> locked;
+    std::map<std::string, std::string> gpu_env;
+    if (cfg.gpu_selection) locked = select_gpus_for_run(cfg, context, out, gpu_env);
+    gpu::EnvironmentRequest env_request;
+    if (!out.gpu.arch.empty()) env_request.env_passed["MAGPIE_GPU_ARCH"] = out.gpu.arch;  // set for every stage
+    for (const auto& [name, value] : gpu_env) env_request.env_passed[name] = value;
+    if (locked) env_request.gpu_indices = locked->selection.indices;
+    out.environment = gpu::capture_environment(env_request);
+    recorder.gpu(out.gpu.name);
 
     EvaluatorOptions opt;
     opt.performance = cfg.performance;
@@ -129,6 +176,7 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     opt.check_performance = request.check_performance;
     opt.check_latency = request.check_latency && cfg.latency.enabled;
     opt.gpu = out.gpu;
+    opt.gpu_env = gpu_env;
     opt.python_dir = default_python_dir();
     opt.cupti_lib = opt.gpu.vendor == "NVIDIA" ? default_cupti_lib() : fs::path{};
     opt.verbose = request.verbose;
@@ -147,6 +195,13 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
                                opt.python_dir.string());
     }
 
+    // From the first build to the last timing round, so the CSV shows the whole run;
+    // throttling counts only while measuring.
+    std::optional<gpu::GpuMonitor> monitor;
+    if (cfg.gpu_monitor.enabled)
+      monitor.emplace(cfg.gpu_monitor, locked ? locked->selection.indices : std::vector<int>{},
+                      out.workspace / "gpu_monitor.csv");
+
     Evaluator ev(opt);
     const size_t n = cfg.kernels.size();
     out.evaluations.resize(n);
@@ -161,6 +216,9 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     }
     if (request.check_performance && !context.cancelled())
       context.report(static_cast<double>(n), static_cast<double>(n + 1), "performance rounds");
+    // No timing (--no-perf): no measuring window; throttling counts over the whole run.
+    const bool measuring = monitor && request.check_performance;
+    if (measuring) monitor->measuring_begin();
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
         [&context, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
@@ -169,6 +227,12 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
                          static_cast<double>(n + 1),
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
         });
+    if (monitor) {
+      if (measuring) monitor->measuring_end();
+      out.gpu_monitor = monitor->finish();
+      for (const auto& w : gpu::throttle_warnings(out.gpu_monitor->throttle))
+        out.warnings.push_back("gpu_monitor: " + w);
+    }
     for (auto& e : out.evaluations) ev.finish(e);
     out.cancelled = context.cancelled();
 
@@ -206,12 +270,58 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
 }
 
 nlohmann::json report_json(const KernelEvaluationOutcome& o) {
-  const ReportEnvironment env{o.environment, o.gpu};
-  if (o.compare && o.ranking) {
-    return compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp, &env);
-  }
-  return analyze_report(o.evaluations, o.timestamp, &env);
+  const ReportEnvironment env{o.environment, o.gpu, o.gpu_selection, o.gpu_monitor};
+  nlohmann::json j = o.compare && o.ranking
+                         ? compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp, &env)
+                         : analyze_report(o.evaluations, o.timestamp, &env);
+  if (!o.warnings.empty()) j["warnings"] = o.warnings;
+  return j;
 }
+
+namespace {
+
+// The console's lines for gpu_selection and gpu_monitor.
+std::string gpu_run_text(const KernelEvaluationOutcome& o) {
+  std::string text;
+  if (o.gpu_selection) {
+    const auto& r = *o.gpu_selection;
+    if (!r.chosen) {
+      text += "note: gpu_selection: not applied: " + r.not_applied + "\n";
+    } else {
+      std::vector<std::string> gpus;
+      for (size_t i = 0; i < r.chosen->indices.size(); ++i)
+        gpus.push_back(fmt::format("GPU {} ({}{})", r.chosen->indices[i], r.chosen->names[i],
+                                   r.chosen->uuids[i].empty() ? "" : ", " + r.chosen->uuids[i]));
+      text += fmt::format("GPU: {} via {}={} ({})\n", fmt::join(gpus, ", "), r.chosen->env_name,
+                          r.chosen->env_value, r.chosen->reason);
+    }
+  }
+  if (o.gpu_monitor) {
+    const auto& m = *o.gpu_monitor;
+    if (!m.available) {
+      text += "note: gpu_monitor: unavailable: " + m.reason + "\n";
+    } else {
+      text += fmt::format("gpu_monitor: {} samples every {:g} s in {}\n", m.samples, m.interval_s,
+                          m.csv_path.string());
+      for (const auto& g : m.gpus) {
+        auto range = [&](const char* field, const char* unit) -> std::string {
+          auto it = g.fields.find(field);
+          if (it == g.fields.end()) return fmt::format("{} n/a", field);
+          return fmt::format("{} {:.0f}/{:.0f}/{:.0f}{}", field, it->second.min, it->second.mean, it->second.max,
+                             unit);
+        };
+        text += fmt::format("  GPU {} (min/mean/max): {}, {}, {}, {}\n", g.index, range("sm_clock_mhz", " MHz"),
+                            range("power_w", " W"), range("utilization_pct", "%"), range("temperature_c", " C"));
+      }
+      if (!m.throttle.reasons_reported)
+        text += "note: gpu_monitor: the driver reports no clocks event reasons; throttling was not checked\n";
+      // Throttling is in o.warnings: the CLI prints them on stderr, MCP returns them.
+    }
+  }
+  return text;
+}
+
+}  // namespace
 
 std::string console_text(const KernelEvaluationOutcome& o) {
   std::string text = markdown_table(o.evaluations, o.ranking ? &*o.ranking : nullptr);
@@ -220,6 +330,7 @@ std::string console_text(const KernelEvaluationOutcome& o) {
   for (const auto& e : o.evaluations) {
     for (const auto& n : e.correctness.notes) text += fmt::format("note: {}: {}\n", e.spec.id, n);
   }
+  text += gpu_run_text(o);
   if (o.cancelled) text += "note: cancelled; the report holds what was measured before\n";
   text += "Workspace: " + o.workspace.string() + "\n";
   return text;

@@ -15,6 +15,8 @@
 #include "kernel/cupti_choice.hpp"
 #include "kernel/evaluation.hpp"
 #include "gpu/environment.hpp"
+#include "gpu/gpu_monitor.hpp"
+#include "gpu/gpu_selection.hpp"
 #include "kernel/gpu_info.hpp"
 #include "kernel/kernel_config.hpp"
 #include "kernel/ranking.hpp"
@@ -62,6 +64,9 @@ struct KernelEvaluationOutcome {
   bool compare = false;
   kernel::GpuInfo gpu;
   gpu::EnvironmentSnapshot environment;  // the report's environment block
+  // The kernel YAML's gpu_selection / gpu_monitor, when it asked for them.
+  std::optional<gpu::GpuSelectionRecord> gpu_selection;
+  std::optional<gpu::GpuMonitorSummary> gpu_monitor;
   std::vector<kernel::Evaluation> evaluations;
   std::optional<kernel::Ranking> ranking;  // compare only
   kernel::VerdictSettings verdict_settings;

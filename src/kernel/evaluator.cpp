@@ -167,6 +167,7 @@ Evaluator::Evaluator(EvaluatorOptions options) : opt_(std::move(options)) {}
 
 std::map<std::string, std::string> Evaluator::env_for(const Evaluation& e) const {
   std::map<std::string, std::string> env = e.spec.env;
+  for (const auto& [name, value] : opt_.gpu_env) env[name] = value;  // the locked GPUs, whatever the kernel says
   if (!opt_.gpu.arch.empty()) {
     env.emplace("MAGPIE_CUDA_ARCH", opt_.gpu.arch);
     env.emplace("MAGPIE_GPU_ARCH", opt_.gpu.arch);

@@ -5,6 +5,7 @@
 // rounds so that compare can interleave implementations (drift hits all alike).
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "kernel/evaluation.hpp"
@@ -24,6 +25,9 @@ struct EvaluatorOptions {
   std::filesystem::path cupti_lib;   // libmagpie_cupti.so, "" = none
   std::string python = "python3";
   GpuInfo gpu;
+  // From gpu_selection (CUDA_VISIBLE_DEVICES or HIP_VISIBLE_DEVICES, and
+  // CUDA_DEVICE_ORDER): set for every child, over a kernel's own env.
+  std::map<std::string, std::string> gpu_env;
   const KernelSpec* baseline = nullptr;  // numerical reference for bench_target checks
   bool verbose = false;
   const std::atomic<bool>* cancel = nullptr;  // set → running commands are killed, later ones skipped

@@ -50,11 +50,17 @@ void fill_peaks(GpuInfo& info) {
                                   spec->memory_bandwidth_tbps.source, why);
 }
 
-GpuInfo detect_gpu() {
+GpuInfo detect_gpu(std::optional<int> index) {
   GpuInfo info;
+  auto pick = [&index](const std::vector<gpu::DeviceStatus>& devices) -> const gpu::DeviceStatus& {
+    if (index)
+      for (const auto& d : devices)
+        if (d.index == *index) return d;
+    return devices.front();
+  };
   gpu::SystemStatus nvml = gpu::query_nvml();
   if (!nvml.devices.empty()) {
-    const auto& d = nvml.devices.front();
+    const auto& d = pick(nvml.devices);
     info.vendor = "NVIDIA";
     info.name = d.name;
     info.arch = gpu::architecture_of(d);
@@ -63,7 +69,7 @@ GpuInfo detect_gpu() {
   } else {
     gpu::SystemStatus amd = gpu::query_amd_gpus();
     if (!amd.devices.empty()) {
-      const auto& d = amd.devices.front();
+      const auto& d = pick(amd.devices);
       info.vendor = "AMD";
       info.name = d.name;
       info.arch = d.arch;

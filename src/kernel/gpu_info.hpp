@@ -32,8 +32,9 @@ std::optional<std::string> sm_arch_from_compute_cap(const std::string& cap);
 void fill_peaks(GpuInfo& info);
 
 // NVML (the driver), then amd-smi, then rocminfo. MAGPIE_GPU_ARCH overrides
-// the architecture (for builds on a machine without the GPU).
-GpuInfo detect_gpu();
+// the architecture (for builds on a machine without the GPU). `index`: the
+// driver's index of the GPU the run uses (gpu_selection); default the first.
+GpuInfo detect_gpu(std::optional<int> index = std::nullopt);
 
 using magpie::find_on_path;  // core/child_process.hpp
 

@@ -236,6 +236,64 @@ struct Reader {
     if (c.seeds < 1) fail(key + ".seeds", "must be at least 1", "e.g. seeds: 3");
   }
 
+  std::vector<int> int_list(const YAML::Node& n, const std::string& key) const {
+    std::vector<int> out;
+    auto add = [&](const std::string& item, const std::string& where) {
+      try {
+        size_t used = 0;
+        int v = std::stoi(item, &used);
+        if (used != item.size() || v < 0) throw std::invalid_argument(item);
+        out.push_back(v);
+      } catch (const std::exception&) {
+        fail(where, fmt::format("'{}' is not a GPU index", item), "write indices as magpie --gpu-info lists them, e.g. [0, 2]");
+      }
+    };
+    if (n.IsScalar()) {  // "0,2" as well as [0, 2]
+      std::string text = n.Scalar(), item;
+      for (char ch : text + ",") {
+        if (ch == ',') {
+          if (!item.empty()) add(item, key);
+          item.clear();
+        } else if (ch != ' ') {
+          item.push_back(ch);
+        }
+      }
+    } else if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) add(scalar(n[i], fmt::format("{}[{}]", key, i)), fmt::format("{}[{}]", key, i));
+    } else if (!n.IsNull()) {
+      fail(key, "expected a list of GPU indices", "e.g. candidates: [0, 1]");
+    }
+    return out;
+  }
+
+  gpu::GpuSelectionConfig gpu_selection(const YAML::Node& n) const {
+    const std::string key = "gpu_selection";
+    gpu::GpuSelectionConfig g;
+    g.count = 1;  // one GPU per kernel run unless asked for more
+    if (n.IsNull()) return g;
+    if (!n.IsMap()) fail(key, "expected a map", "e.g. gpu_selection: {count: 1, min_free_memory_gb: 8}");
+    warn_unknown(n, "gpu_selection.", {"auto", "min_free_memory_gb", "count", "candidates", "wait_sec"});
+    if (n["auto"]) g.auto_select = boolean(n["auto"], key + ".auto");
+    if (n["min_free_memory_gb"]) g.min_free_memory_gb = number<double>(n["min_free_memory_gb"], key + ".min_free_memory_gb");
+    if (n["count"] && !n["count"].IsNull()) g.count = number<int64_t>(n["count"], key + ".count");
+    if (n["candidates"]) g.candidates = int_list(n["candidates"], key + ".candidates");
+    if (n["wait_sec"]) g.wait_s = number<double>(n["wait_sec"], key + ".wait_sec");
+    if (*g.count < 1) fail(key + ".count", "must be at least 1", "e.g. count: 1");
+    if (g.min_free_memory_gb < 0) fail(key + ".min_free_memory_gb", "must not be negative", "e.g. 8");
+    if (g.wait_s < 0) fail(key + ".wait_sec", "must not be negative", "0 fails at once when other runs hold the GPUs");
+    return g;
+  }
+
+  void gpu_monitor(const YAML::Node& n, gpu::GpuMonitorConfig& m) const {
+    const std::string key = "gpu_monitor";
+    if (n.IsNull()) return;
+    if (!n.IsMap()) fail(key, "expected a map", "e.g. gpu_monitor: {enabled: true, interval_sec: 0.5}");
+    warn_unknown(n, "gpu_monitor.", {"enabled", "interval_sec"});
+    if (n["enabled"]) m.enabled = boolean(n["enabled"], key + ".enabled");
+    if (n["interval_sec"]) m.interval_s = number<double>(n["interval_sec"], key + ".interval_sec");
+    if (!(m.interval_s > 0)) fail(key + ".interval_sec", "must be above 0", "e.g. interval_sec: 0.5");
+  }
+
   void latency(const YAML::Node& n, LatencySettings& l) const {
     const std::string key = "latency";
     if (!n.IsMap()) fail(key, "expected a map", "e.g. latency: {enabled: true}");
@@ -300,7 +358,8 @@ KernelConfig parse_kernel_config(std::string_view yaml_text, const std::string& 
   KernelConfig cfg;
   cfg.origin = origin;
   Reader r{origin, base_dir, lookup, cfg.warnings, cfg.unknown_keys};
-  r.warn_unknown(root, "", {"kernel", "kernels", "performance", "correctness", "latency", "scheduler", "ray_config"});
+  r.warn_unknown(root, "", {"kernel", "kernels", "performance", "correctness", "latency", "scheduler", "ray_config",
+                            "gpu_selection", "gpu_monitor"});
   if (auto k = root["kernel"]) cfg.kernels.push_back(r.kernel(k, "kernel"));
   if (auto ks = root["kernels"]) {
     if (!ks.IsSequence()) r.fail("kernels", "expected a list of kernel entries", "write kernels: [- id: a ...]");
@@ -313,6 +372,8 @@ KernelConfig parse_kernel_config(std::string_view yaml_text, const std::string& 
   if (auto p = root["performance"]) r.performance(p, cfg.performance);
   if (auto c = root["correctness"]) r.correctness(c, cfg.correctness);
   if (auto l = root["latency"]) r.latency(l, cfg.latency);
+  if (auto g = root["gpu_selection"]) cfg.gpu_selection = r.gpu_selection(g);
+  if (auto g = root["gpu_monitor"]) r.gpu_monitor(g, cfg.gpu_monitor);
   if (auto s = root["scheduler"]; s && s.IsMap() && s["environment"]) cfg.environment = r.scalar(s["environment"], "scheduler.environment");
   if (root["ray_config"]) cfg.environment = "ray";
   // ray: the CLI submits the run as a Ray job (src/jobs/ray_jobs.*); a node runs it with -e local.

@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpu/gpu_monitor.hpp"
+#include "gpu/gpu_selection.hpp"
 #include "kernel/command.hpp"
 
 namespace magpie::kernel {
@@ -102,6 +105,13 @@ struct KernelConfig {
   PerformanceSettings performance;
   CorrectnessSettings correctness;
   LatencySettings latency;
+  // Top-level `gpu_selection:` (the benchmark YAML's keys): which GPU(s) every
+  // build, correctness and timing command sees, locked for the run. Absent:
+  // the commands see what the shell gives them. Count defaults to 1 here.
+  std::optional<gpu::GpuSelectionConfig> gpu_selection;
+  // Top-level `gpu_monitor:` ({enabled, interval_sec}); sampling is finer than
+  // the benchmark's 2 s because a kernel run lasts seconds, not minutes.
+  gpu::GpuMonitorConfig gpu_monitor{false, 0.5};
   std::string environment = "local";
   std::filesystem::path origin;       // the YAML file, when loaded from one
   std::vector<std::string> warnings;  // unknown keys and similar

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/statistics.hpp"
+#include "gpu/gpu_run_json.hpp"
 #include "kernel/verdict.hpp"
 
 namespace magpie::kernel {
@@ -146,6 +147,8 @@ void add_environment(json& report, const ReportEnvironment* env) {
                          {"memory_bandwidth_tbps", g.peak_tbps > 0 ? json(g.peak_tbps) : json(nullptr)},
                          {"bf16_tflops", g.peak_tflops > 0 ? json(g.peak_tflops) : json(nullptr)},
                          {"source", g.peaks_source}};
+  if (env->gpu_selection) report["gpu_selection"] = gpu::gpu_selection_json(*env->gpu_selection);
+  if (env->gpu_monitor) report["gpu_monitor"] = gpu::monitor_summary_json(*env->gpu_monitor);
 }
 }  // namespace
 

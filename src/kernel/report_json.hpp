@@ -2,10 +2,13 @@
 // analyze_report.json and compare_report.json in Magpie's structure
 // (docs/MAGPIE_COMPATIBILITY.md §4), with our statistics in extra fields beside Magpie's.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpu/environment.hpp"
+#include "gpu/gpu_monitor.hpp"
+#include "gpu/gpu_selection.hpp"
 #include "kernel/cupti_choice.hpp"
 #include "kernel/gpu_info.hpp"
 #include "kernel/evaluation.hpp"
@@ -21,6 +24,9 @@ nlohmann::json evaluation_state(const Evaluation& e);
 struct ReportEnvironment {
   gpu::EnvironmentSnapshot environment;
   GpuInfo gpu;
+  // Written only when the kernel YAML asked for them.
+  std::optional<gpu::GpuSelectionRecord> gpu_selection;
+  std::optional<gpu::GpuMonitorSummary> gpu_monitor;
 };
 
 nlohmann::json analyze_report(const std::vector<Evaluation>& evals, const std::string& timestamp,

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/gpu_monitor.hpp"
-#include "serve/gpu_selection.hpp"
+#include "serve/gpu_names.hpp"
 #include "analysis/step_annotation.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"

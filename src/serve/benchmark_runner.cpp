@@ -21,7 +21,7 @@
 #include "serve/engine_command.hpp"
 #include "serve/engine_launcher.hpp"
 #include "serve/engine_precision.hpp"
-#include "serve/gpu_lock.hpp"
+#include "serve/gpu_names.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
 #include "serve/profiling.hpp"

@@ -168,7 +168,8 @@ def test_gpu_monitor_samples_the_stand_in_driver(magpie, tmp_path, stub, fake_dr
     assert fields["temperature_c"]["max"] == 31
     assert "power_w" not in fields and any("power_w" in n for n in g["notes"])
     rows = (ws / "gpu_monitor.csv").read_text().splitlines()
-    assert rows[0] == "timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c"
+    assert rows[0] == ("timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c,"
+                       "mem_clock_mhz,clocks_event_reasons")
     assert len(rows) == 1 + 2 * g["samples"]
 
 

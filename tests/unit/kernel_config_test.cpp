@@ -141,5 +141,57 @@ TEST(KernelConfig, UnknownKeysWarnAndRayImpliesRay) {
   EXPECT_EQ(cfg.environment, "ray");
 }
 
+TEST(KernelConfig, GpuSelectionAndMonitorAreOffUnlessAsked) {
+  auto cfg = parse("kernel: {type: cuda, testcase_command: ./t}\n");
+  EXPECT_FALSE(cfg.gpu_selection.has_value());
+  EXPECT_FALSE(cfg.gpu_monitor.enabled);
+  EXPECT_DOUBLE_EQ(cfg.gpu_monitor.interval_s, 0.5);  // finer than serving's 2 s: kernel runs are short
+}
+
+TEST(KernelConfig, GpuSelectionDefaultsToOneGpuWithMagpiesDefaults) {
+  auto cfg = parse("kernel: {type: cuda, testcase_command: ./t}\ngpu_selection: {}\n");
+  ASSERT_TRUE(cfg.gpu_selection.has_value());
+  EXPECT_EQ(cfg.gpu_selection->count, 1);
+  EXPECT_TRUE(cfg.gpu_selection->auto_select);
+  EXPECT_DOUBLE_EQ(cfg.gpu_selection->min_free_memory_gb, 8);
+  EXPECT_TRUE(cfg.gpu_selection->candidates.empty());
+  EXPECT_DOUBLE_EQ(cfg.gpu_selection->wait_s, 0);
+  // A bare key means the same.
+  EXPECT_EQ(parse("kernel: {type: cuda}\ngpu_selection:\n").gpu_selection->count, 1);
+}
+
+TEST(KernelConfig, GpuSelectionAndMonitorKeys) {
+  auto cfg = parse(
+      "kernel: {type: cuda, testcase_command: ./t}\n"
+      "gpu_selection: {auto: false, min_free_memory_gb: 20, count: 2, candidates: [3, 1], wait_sec: 90}\n"
+      "gpu_monitor: {enabled: true, interval_sec: 0.25}\n");
+  ASSERT_TRUE(cfg.gpu_selection.has_value());
+  EXPECT_FALSE(cfg.gpu_selection->auto_select);
+  EXPECT_DOUBLE_EQ(cfg.gpu_selection->min_free_memory_gb, 20);
+  EXPECT_EQ(cfg.gpu_selection->count, 2);
+  EXPECT_EQ(cfg.gpu_selection->candidates, (std::vector<int>{3, 1}));
+  EXPECT_DOUBLE_EQ(cfg.gpu_selection->wait_s, 90);
+  EXPECT_TRUE(cfg.gpu_monitor.enabled);
+  EXPECT_DOUBLE_EQ(cfg.gpu_monitor.interval_s, 0.25);
+  EXPECT_TRUE(cfg.warnings.empty()) << cfg.warnings.front();
+  // candidates as the benchmark YAML also takes them: "0,2".
+  EXPECT_EQ(parse("kernel: {type: cuda}\ngpu_selection: {candidates: \"0, 2\"}\n").gpu_selection->candidates,
+            (std::vector<int>{0, 2}));
+}
+
+TEST(KernelConfig, GpuKeysRejectBadValuesAndWarnOnTypos) {
+  expect_error("kernel: {type: cuda}\ngpu_selection: {count: 0}\n", ErrorKind::kUsage,
+               {"test.yaml", "gpu_selection.count", "at least 1"});
+  expect_error("kernel: {type: cuda}\ngpu_selection: {candidates: [a]}\n", ErrorKind::kUsage,
+               {"gpu_selection.candidates[0]", "not a GPU index"});
+  expect_error("kernel: {type: cuda}\ngpu_selection: [0]\n", ErrorKind::kUsage, {"gpu_selection", "expected a map"});
+  expect_error("kernel: {type: cuda}\ngpu_monitor: {interval_sec: 0}\n", ErrorKind::kUsage,
+               {"gpu_monitor.interval_sec", "above 0"});
+  auto cfg = parse("kernel: {type: cuda}\ngpu_selecton: {count: 1}\ngpu_monitor: {enabled: true, interval_ms: 5}\n");
+  ASSERT_EQ(cfg.unknown_keys.size(), 2u);
+  EXPECT_NE(cfg.unknown_keys[0].find("did you mean 'gpu_selection'"), std::string::npos) << cfg.unknown_keys[0];
+  EXPECT_NE(cfg.unknown_keys[1].find("gpu_monitor.interval_ms"), std::string::npos) << cfg.unknown_keys[1];
+}
+
 }  // namespace
 }  // namespace magpie::kernel

@@ -118,6 +118,15 @@ __attribute__((visibility("default"))) int nvmlDeviceGetTemperature(void*, int, 
   *celsius = 31;
   return kSuccess;
 }
+// Clock-lowering reasons: GPU idle unless MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS
+// names a mask (e.g. 0x4, sw_power_cap), for the throttle warning a real idle
+// GPU cannot be made to show on demand.
+__attribute__((visibility("default"))) int nvmlDeviceGetCurrentClocksEventReasons(
+    void*, unsigned long long* reasons) {
+  const char* forced = std::getenv("MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS");
+  *reasons = forced != nullptr ? std::strtoull(forced, nullptr, 0) : 0x1ULL;
+  return kSuccess;
+}
 __attribute__((visibility("default"))) int nvmlDeviceGetMigMode(void*, unsigned*, unsigned*) {
   return kNotSupported;
 }

@@ -1,16 +1,22 @@
 // gpu_selection: the choice from a driver's GPU list, and the errors that
 // name what exists when a request cannot be met. (What the driver lists is
-// read by src/gpu and tested there.)
-#include <gtest/gtest.h>
+// read by gpu/nvml.cpp and tested in gpu_nvml_test.)
+// The GPU lists here are made up: CI has no GPU, and a list is what a choice is made from.
+#include "gpu/gpu_selection.hpp"
 
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.hpp"
-#include "serve/engine_precision.hpp"
-#include "serve/gpu_lock.hpp"
-#include "serve/gpu_selection.hpp"
+#include "gpu/gpu_lock.hpp"
 
-namespace magpie::serve {
+namespace magpie::gpu {
 namespace {
 
 GpuInventory four_gpus() {
@@ -118,32 +124,6 @@ TEST(GpuSelection, InventoryNeverThrowsWithoutADriver) {
   EXPECT_TRUE(!inv.gpus.empty() || !inv.why_empty.empty());
 }
 
-TEST(EnginePrecision, EachEngineGetsItsFlagsOrAReason) {
-  EXPECT_EQ(precision_args(Framework::kVllm, "fp8", {}).args,
-            (std::vector<std::string>{"--quantization", "fp8"}));
-  EXPECT_EQ(precision_args(Framework::kVllm, "bf16", {}).args,
-            (std::vector<std::string>{"--dtype", "bfloat16"}));
-  EXPECT_EQ(precision_args(Framework::kSglang, "fp16", {}).args,
-            (std::vector<std::string>{"--dtype", "float16"}));
-  auto fp4 = precision_args(Framework::kVllm, "fp4", {});
-  EXPECT_TRUE(fp4.args.empty());
-  EXPECT_NE(fp4.warning.find("pre-quantized"), std::string::npos);
-  auto atom = precision_args(Framework::kAtom, "bf16", {});
-  EXPECT_TRUE(atom.args.empty());
-  EXPECT_NE(atom.warning.find("not applied"), std::string::npos);
-  // The user's own flag wins.
-  auto given = precision_args(Framework::kVllm, "bf16", {"--max-num-seqs", "8", "--dtype=float32"});
-  EXPECT_TRUE(given.args.empty());
-  EXPECT_NE(given.warning.find("already set --dtype"), std::string::npos);
-  EXPECT_THROW(precision_args(Framework::kVllm, "int3", {}), Error);
-}
-
-}  // namespace
-}  // namespace magpie::serve
-
-namespace magpie::serve {
-namespace {
-
 TEST(GpuSelection, BusyGpusAreNeverChosen) {
   auto inv = four_gpus();
   inv.gpus[3].busy = true;  // the emptiest, but another run holds it
@@ -187,5 +167,135 @@ TEST(GpuLocks, KeyIsTheUuidElseTheIndex) {
   EXPECT_EQ(gpu_lock_key(g), "GPU-1234");
 }
 
+// select_and_lock against the real lock files, with made-up GPU lists (CI has no GPU).
+struct LockDir {
+  std::filesystem::path path;
+  explicit LockDir(const char* name) : path(std::filesystem::temp_directory_path() / name) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~LockDir() { std::filesystem::remove_all(path); }
+};
+
+GpuInventory two_gpus_with_uuids() {
+  GpuInventory inv;
+  inv.vendor = "NVIDIA";
+  inv.gpus = {{0, "NVIDIA H200", "GPU-aaaa", 130, 140}, {1, "NVIDIA H200", "GPU-bbbb", 120, 140}};
+  return inv;
+}
+
+TEST(GpuSelectAndLock, ASecondRunGetsTheOtherGpuAndAThirdNone) {
+  LockDir dir("magpie_select_and_lock");
+  GpuSelectionConfig one;
+  one.count = 1;
+  auto first = select_and_lock(one, two_gpus_with_uuids, 1, dir.path);
+  EXPECT_EQ(first.selection.indices, std::vector<int>{0});  // the most free memory
+  EXPECT_EQ(first.selection.uuids, std::vector<std::string>{"GPU-aaaa"});
+  EXPECT_NE(first.selection.reason.find("locked in " + dir.path.string()), std::string::npos);
+  auto second = select_and_lock(one, two_gpus_with_uuids, 1, dir.path);
+  EXPECT_EQ(second.selection.indices, std::vector<int>{1});
+  EXPECT_NE(second.selection.reason.find("not in use by another magpie run (1 are)"),
+            std::string::npos)
+      << second.selection.reason;
+  try {
+    select_and_lock(one, two_gpus_with_uuids, 1, dir.path);
+    ADD_FAILURE() << "a third run got a GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another magpie run"), std::string::npos)
+        << e.what();
+  }
+  second.locks.release_all();
+  EXPECT_EQ(select_and_lock(one, two_gpus_with_uuids, 1, dir.path).selection.indices,
+            std::vector<int>{1});
+}
+
+TEST(GpuSelectAndLock, WaitsForAGpuAnotherRunReleases) {
+  LockDir dir("magpie_select_and_lock_wait");
+  GpuInventory inv;
+  inv.vendor = "NVIDIA";
+  inv.gpus = {{0, "NVIDIA H200", "GPU-only", 130, 140}};
+  auto only = [&inv] { return inv; };
+  GpuSelectionConfig c;
+  c.count = 1;
+  auto holder = select_and_lock(c, only, 1, dir.path);
+  // Released from another thread; the wait allowed is far longer than the hold,
+  // so the verdict does not depend on how fast this machine is.
+  std::thread release([&holder] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    holder.locks.release_all();
+  });
+  c.wait_s = 120;
+  auto waited = select_and_lock(c, only, 1, dir.path);
+  release.join();
+  EXPECT_EQ(waited.selection.indices, std::vector<int>{0});
+  EXPECT_GT(waited.waited_s, 0.0);
+}
+
+TEST(GpuSelectAndLock, CancelStopsTheWait) {
+  LockDir dir("magpie_select_and_lock_cancel");
+  GpuInventory inv;
+  inv.vendor = "NVIDIA";
+  inv.gpus = {{0, "NVIDIA H200", "GPU-only", 130, 140}};
+  auto only = [&inv] { return inv; };
+  GpuSelectionConfig c;
+  c.count = 1;
+  auto holder = select_and_lock(c, only, 1, dir.path);
+  c.wait_s = 600;
+  std::atomic<bool> cancel{true};
+  try {
+    select_and_lock(c, only, 1, dir.path, &cancel);
+    ADD_FAILURE() << "got a GPU another run holds";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+}
+
+TEST(GpuSelectAndLock, ARequestThatCannotBeMetDoesNotWait) {
+  LockDir dir("magpie_select_and_lock_nowait");
+  GpuSelectionConfig c;
+  c.count = 3;  // the machine has two: no other run is to blame
+  c.wait_s = 600;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(select_and_lock(c, two_gpus_with_uuids, 1, dir.path), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+}
+
+// Two processes (fork), one GPU: while the child holds it the parent is refused,
+// and gets it once the child has exited. Pipes order the steps, not sleeps.
+TEST(GpuSelectAndLock, TwoProcessesNeverHoldOneGpu) {
+  LockDir dir("magpie_select_and_lock_fork");
+  GpuInventory inv;
+  inv.vendor = "NVIDIA";
+  inv.gpus = {{0, "NVIDIA H200", "GPU-only", 130, 140}};
+  auto only = [&inv] { return inv; };
+  GpuSelectionConfig c;
+  c.count = 1;
+  int locked_pipe[2], go_pipe[2];
+  ASSERT_EQ(::pipe(locked_pipe), 0);
+  ASSERT_EQ(::pipe(go_pipe), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char byte = 'x';
+    try {
+      auto held = select_and_lock(c, only, 1, dir.path);
+      (void)!::write(locked_pipe[1], &byte, 1);
+      (void)!::read(go_pipe[0], &byte, 1);  // hold until the parent has tried
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(locked_pipe[0], &byte, 1), 1);
+  EXPECT_THROW(select_and_lock(c, only, 1, dir.path), Error);
+  (void)!::write(go_pipe[1], &byte, 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(select_and_lock(c, only, 1, dir.path).selection.indices, std::vector<int>{0});
+  for (int fd : {locked_pipe[0], locked_pipe[1], go_pipe[0], go_pipe[1]}) ::close(fd);
+}
+
 }  // namespace
-}  // namespace magpie::serve
+}  // namespace magpie::gpu

@@ -3,17 +3,19 @@
 // (tests/unit/fakes, whose GPUs report clocks, temperature and memory but no
 // power or utilization, as a driver lacking those entry points would), and
 // with no NVML at all.
+#include "gpu/gpu_monitor.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
-#include "serve/gpu_monitor.hpp"
-
-namespace magpie::serve {
+namespace magpie::gpu {
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,9 +61,79 @@ TEST(GpuMonitor, SummarizesEachFieldPerGpu) {
 
 TEST(GpuMonitor, CsvHasOneRowPerSampleAndEmptyCellsForMissingFields) {
   auto text = gpu_samples_csv({row(0.25, 0, 10, std::nullopt)});
+  auto idle = row(0.5, 0, 0, 1980);
+  idle.sample.clocks_event_reasons = 0;
+  auto capped = row(0.75, 0, 99, 1500);
+  capped.sample.clocks_event_reasons = 0x4 | 0x40;
+  text = gpu_samples_csv({row(0.25, 0, 10, std::nullopt), idle, capped});
   EXPECT_EQ(text,
-            "timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c\r\n"
-            "0.250,0,10,,,,\r\n");  // RFC 4180 line ends (report::CsvWriter)
+            "timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c,"
+            "mem_clock_mhz,clocks_event_reasons\r\n"
+            "0.250,0,10,,,,,,\r\n"  // RFC 4180 line ends (report::CsvWriter)
+            "0.500,0,0,,,1980,,,none\r\n"
+            "0.750,0,99,,,1500,,,sw_power_cap|hw_thermal_slowdown\r\n");
+}
+
+TEST(GpuMonitor, ReasonNamesFollowNvmlBits) {
+  EXPECT_EQ(clocks_event_reason_names(0x1 | 0x4 | 0x80),
+            (std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_power_brake_slowdown"}));
+  EXPECT_EQ(clocks_event_reason_names(uint64_t{1} << 40), (std::vector<std::string>{"bit_40"}));
+  EXPECT_TRUE(clocks_event_reason_names(0).empty());
+}
+
+TEST(GpuMonitor, ThrottlingCountsOnlyLoweringReasonsInsideTheWindow) {
+  auto at = [](double t, int gpu, uint64_t reasons) {
+    GpuSampleRow r;
+    r.t_s = t;
+    r.sample.index = gpu;
+    r.sample.clocks_event_reasons = reasons;
+    return r;
+  };
+  // GPU 0: idle before, power-capped twice while measuring, thermal after.
+  // GPU 1: sync boost and idle only (not lowering clocks below what was asked).
+  std::vector<GpuSampleRow> rows{at(0.0, 0, 0x1), at(1.0, 0, 0x4),  at(1.5, 0, 0x4 | 0x1),
+                                 at(2.0, 0, 0x0), at(3.0, 0, 0x20), at(1.2, 1, 0x10),
+                                 at(1.8, 1, 0x1)};
+  auto w = find_throttling(rows, {{0, "A"}, {1, "B"}}, 1.0, 2.0);
+  ASSERT_EQ(w.gpus.size(), 2u);
+  EXPECT_TRUE(w.reasons_reported);
+  EXPECT_TRUE(w.any());
+  EXPECT_EQ(w.gpus[0].samples, 3u);
+  EXPECT_EQ(w.gpus[0].throttled, 2u);
+  EXPECT_EQ(w.gpus[0].reasons, (std::map<std::string, size_t>{{"sw_power_cap", 2}}));
+  EXPECT_EQ(w.gpus[1].throttled, 0u);
+  w.marked = true;
+  auto lines = throttle_warnings(w);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind(
+                "GPU 0 (A): clocks lowered in 2 of 3 samples while measuring (sw_power_cap 2)", 0),
+            0u)
+      << lines[0];
+  // A driver without the reasons: nothing reported, nothing claimed.
+  GpuSampleRow plain;
+  plain.t_s = 1.5;
+  auto none = find_throttling({plain}, {{0, "A"}}, 1.0, 2.0);
+  EXPECT_FALSE(none.reasons_reported);
+  EXPECT_FALSE(none.any());
+}
+
+TEST(GpuMonitor, TheMeasuringWindowHasSamplesEvenWhenShorterThanTheInterval) {
+  auto csv = fs::temp_directory_path() / "magpie_gpu_monitor_window.csv";
+  ::setenv("MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS", "0x4", 1);  // the stand-in reports a power cap
+  GpuMonitor m({true, 60.0}, {0}, csv, {MAGPIE_FAKE_NVML_PATH, ""});
+  m.measuring_begin();
+  m.measuring_end();
+  auto s = m.finish();
+  ::unsetenv("MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS");
+  ASSERT_TRUE(s.available) << s.reason;
+  EXPECT_TRUE(s.throttle.marked);
+  ASSERT_EQ(s.throttle.gpus.size(), 1u);
+  EXPECT_GE(s.throttle.gpus[0].samples, 2u);  // begin's and end's, whatever the thread did
+  EXPECT_EQ(s.throttle.gpus[0].throttled, s.throttle.gpus[0].samples);
+  EXPECT_EQ(s.throttle.gpus[0].reasons.count("sw_power_cap"), 1u);
+  auto text = read(csv);
+  EXPECT_NE(text.find(",sw_power_cap\r\n"), std::string::npos) << text;
+  fs::remove(csv);
 }
 
 TEST(GpuMonitor, NoNvmlIsUnavailableWithTheReason) {
@@ -90,6 +162,10 @@ TEST(GpuMonitor, SamplesTheStandInDriverInTheBackground) {
   EXPECT_DOUBLE_EQ(g.fields.at("sm_clock_mhz").max, 345);
   EXPECT_DOUBLE_EQ(g.fields.at("temperature_c").mean, 31);
   EXPECT_DOUBLE_EQ(g.fields.at("memory_used_mib").min, 1);
+  EXPECT_DOUBLE_EQ(g.fields.at("mem_clock_mhz").max, 3201);
+  EXPECT_FALSE(s.throttle.marked);  // no measuring window: the whole run counts
+  EXPECT_TRUE(s.throttle.reasons_reported);
+  EXPECT_FALSE(s.throttle.any());            // the stand-in is idle
   EXPECT_EQ(g.fields.count("power_w"), 0u);  // the stand-in has no nvmlDeviceGetPowerUsage
   bool noted = false;
   for (const auto& n : s.notes) noted = noted || n.find("power_w") != std::string::npos;
@@ -126,4 +202,4 @@ TEST(GpuMonitor, RealDriverWhenPresent) {
 }
 
 }  // namespace
-}  // namespace magpie::serve
+}  // namespace magpie::gpu

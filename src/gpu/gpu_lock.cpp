@@ -1,4 +1,4 @@
-#include "serve/gpu_lock.hpp"
+#include "gpu/gpu_lock.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 
-namespace magpie::serve {
+namespace magpie::gpu {
 
 GpuLocks::GpuLocks(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
@@ -69,4 +69,4 @@ void GpuLocks::release_all() {
   fds_.clear();
 }
 
-}  // namespace magpie::serve
+}  // namespace magpie::gpu

@@ -1,6 +1,7 @@
-#include "serve/gpu_monitor.hpp"
+#include "gpu/gpu_monitor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,19 +10,20 @@
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
 
-namespace magpie::serve {
+namespace magpie::gpu {
 
 namespace {
 
-using Field = std::optional<double> gpu::DeviceSample::*;
+using Field = std::optional<double> DeviceSample::*;
 
 const std::vector<std::pair<std::string, Field>>& field_members() {
   static const std::vector<std::pair<std::string, Field>> fields = {
-      {"utilization_pct", &gpu::DeviceSample::utilization_pct},
-      {"memory_used_mib", &gpu::DeviceSample::memory_used_mib},
-      {"power_w", &gpu::DeviceSample::power_w},
-      {"sm_clock_mhz", &gpu::DeviceSample::sm_clock_mhz},
-      {"temperature_c", &gpu::DeviceSample::temperature_c}};
+      {"utilization_pct", &DeviceSample::utilization_pct},
+      {"memory_used_mib", &DeviceSample::memory_used_mib},
+      {"power_w", &DeviceSample::power_w},
+      {"sm_clock_mhz", &DeviceSample::sm_clock_mhz},
+      {"temperature_c", &DeviceSample::temperature_c},
+      {"mem_clock_mhz", &DeviceSample::mem_clock_mhz}};
   return fields;
 }
 
@@ -70,10 +72,49 @@ std::vector<GpuFieldSummary> summarize_gpu_samples(
   return out;
 }
 
+ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
+                               const std::vector<std::pair<int, std::string>>& names, double from_s,
+                               double to_s) {
+  ThrottleWindow w;
+  w.from_s = from_s;
+  w.to_s = to_s;
+  std::map<int, ThrottleFinding> by_gpu;
+  for (const auto& [index, name] : names) by_gpu[index].index = index, by_gpu[index].name = name;
+  for (const auto& row : rows) {
+    if (row.t_s < from_s || row.t_s > to_s || !row.sample.clocks_event_reasons) continue;
+    w.reasons_reported = true;
+    auto& g = by_gpu[row.sample.index];
+    g.index = row.sample.index;
+    ++g.samples;
+    const uint64_t lowering = *row.sample.clocks_event_reasons & kThrottleReasonMask;
+    if (lowering == 0) continue;
+    ++g.throttled;
+    for (const auto& reason : clocks_event_reason_names(lowering)) ++g.reasons[reason];
+  }
+  for (auto& [index, g] : by_gpu) w.gpus.push_back(std::move(g));
+  return w;
+}
+
+std::vector<std::string> throttle_warnings(const ThrottleWindow& window) {
+  std::vector<std::string> out;
+  for (const auto& g : window.gpus) {
+    if (g.throttled == 0) continue;
+    std::vector<std::string> reasons;
+    for (const auto& [name, n] : g.reasons) reasons.push_back(fmt::format("{} {}", name, n));
+    out.push_back(fmt::format(
+        "GPU {}{}: clocks lowered in {} of {} samples {} ({}); timings may be slower "
+        "than the GPU can run",
+        g.index, g.name.empty() ? "" : " (" + g.name + ")", g.throttled, g.samples,
+        window.marked ? "while measuring" : "during the run", fmt::join(reasons, ", ")));
+  }
+  return out;
+}
+
 std::string gpu_samples_csv(const std::vector<GpuSampleRow>& rows) {
   report::CsvWriter csv;
   std::vector<std::string> header{"timestamp_s", "gpu"};
   for (const auto& f : gpu_monitor_fields()) header.push_back(f);
+  header.emplace_back("clocks_event_reasons");
   csv.row(header);
   for (const auto& row : rows) {
     std::vector<std::string> cells{report::fixed(row.t_s, 3), std::to_string(row.sample.index)};
@@ -81,13 +122,20 @@ std::string gpu_samples_csv(const std::vector<GpuSampleRow>& rows) {
       const auto& value = row.sample.*member;
       cells.push_back(value ? fmt::format("{:g}", *value) : std::string());
     }
+    if (!row.sample.clocks_event_reasons) {
+      cells.emplace_back();
+    } else {
+      auto names = clocks_event_reason_names(*row.sample.clocks_event_reasons);
+      cells.push_back(names.empty() ? std::string("none")
+                                    : fmt::format("{}", fmt::join(names, "|")));
+    }
     csv.row(cells);
   }
   return csv.str();
 }
 
 GpuMonitor::GpuMonitor(const GpuMonitorConfig& config, std::vector<int> indices,
-                       std::filesystem::path csv_path, const gpu::NvmlLibraries& libraries)
+                       std::filesystem::path csv_path, const NvmlLibraries& libraries)
     : config_(config), csv_path_(std::move(csv_path)), sampler_(std::move(indices), libraries) {
   if (config_.interval_s <= 0) config_.interval_s = 2.0;
   if (sampler_.available()) thread_ = std::thread([this] { loop(); });
@@ -102,8 +150,32 @@ GpuMonitor::~GpuMonitor() {
   if (thread_.joinable()) thread_.join();
 }
 
+double GpuMonitor::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void GpuMonitor::sample_now() {
+  if (!sampler_.available()) return;
+  auto samples = sampler_.sample();
+  double t = now_s();
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  for (auto& s : samples) rows_.push_back({t, s});
+  ++rounds_;
+}
+
+void GpuMonitor::measuring_begin() {
+  measuring_from_ = now_s();
+  sample_now();
+}
+
+void GpuMonitor::measuring_end() {
+  sample_now();
+  measuring_to_ = now_s();
+}
+
 void GpuMonitor::loop() {
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = t0_;
   const auto interval = std::chrono::duration<double>(config_.interval_s);
   auto next = t0;
   std::unique_lock lock(mutex_);
@@ -148,10 +220,19 @@ GpuMonitorSummary GpuMonitor::finish() {
   }
   s.available = true;
   s.samples = rounds_;
+  // Samples taken by measuring_begin/end land between the thread's: order by time.
+  std::stable_sort(rows_.begin(), rows_.end(),
+                   [](const GpuSampleRow& a, const GpuSampleRow& b) { return a.t_s < b.t_s; });
   s.gpus = summarize_gpu_samples(rows_, sampler_.devices());
+  const bool marked = measuring_from_.has_value();
+  s.throttle = find_throttling(
+      rows_, sampler_.devices(), marked ? *measuring_from_ : 0.0,
+      marked && measuring_to_ ? *measuring_to_ : std::numeric_limits<double>::infinity());
+  s.throttle.marked = marked;
+  if (!marked) s.throttle.to_s = rows_.empty() ? 0.0 : rows_.back().t_s;
   write_file_atomic(csv_path_, gpu_samples_csv(rows_));
   s.csv_path = csv_path_;
   return s;
 }
 
-}  // namespace magpie::serve
+}  // namespace magpie::gpu

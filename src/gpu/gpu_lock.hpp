@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace magpie::serve {
+namespace magpie::gpu {
 
 class GpuLocks {
  public:
@@ -32,4 +32,4 @@ class GpuLocks {
   std::vector<int> fds_;
 };
 
-}  // namespace magpie::serve
+}  // namespace magpie::gpu

@@ -1,14 +1,16 @@
-#include "serve/gpu_selection.hpp"
+#include "gpu/gpu_selection.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "core/error.hpp"
 #include "gpu/nvml.hpp"
 
-namespace magpie::serve {
+namespace magpie::gpu {
 
 namespace {
 
@@ -75,7 +77,8 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
               count, config.min_free_memory_gb, fit.size(), from, describe(inventory)),
           "lower gpu_selection.min_free_memory_gb or count, or free a GPU");
     fit.resize(static_cast<size_t>(count));
-    for (const auto& g : fit) out.indices.push_back(g.index), out.names.push_back(g.name);
+    for (const auto& g : fit)
+      out.indices.push_back(g.index), out.names.push_back(g.name), out.uuids.push_back(g.uuid);
     out.reason = fmt::format("auto: the {} of {} with the most free memory (at least {:g} GB free)",
                              count, from, config.min_free_memory_gb);
   } else {
@@ -86,6 +89,7 @@ GpuSelection select_gpus(const GpuSelectionConfig& config, const GpuInventory& i
     for (int64_t i = 0; i < count; ++i) {
       out.indices.push_back(pool[static_cast<size_t>(i)].index);
       out.names.push_back(pool[static_cast<size_t>(i)].name);
+      out.uuids.push_back(pool[static_cast<size_t>(i)].uuid);
     }
     out.reason = fmt::format("auto off: the first {} of {} in order", count, from);
   }
@@ -98,7 +102,7 @@ GpuInventory query_gpu_inventory() {
   constexpr double kGiB =
       1024.0 * 1024.0 * 1024.0;  // min_free_memory_gb is read as GiB, as nvidia-smi counts
   // Only the device list is needed: skip the CUDA driver (SM counts).
-  auto status = gpu::query_nvml({"libnvidia-ml.so.1", ""});
+  auto status = query_nvml({"libnvidia-ml.so.1", ""});
   inv.vendor = status.vendor;
   for (const auto& d : status.devices) {
     GpuInventoryEntry e;
@@ -117,4 +121,49 @@ std::string gpu_lock_key(const GpuInventoryEntry& gpu) {
   return gpu.uuid.empty() ? fmt::format("index{}", gpu.index) : gpu.uuid;
 }
 
-}  // namespace magpie::serve
+LockedGpus select_and_lock(const GpuSelectionConfig& config,
+                           const std::function<GpuInventory()>& inventory, int64_t default_count,
+                           const std::filesystem::path& lock_dir, const std::atomic<bool>* cancel) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(std::max(0.0, config.wait_s)));
+  LockedGpus out{{}, GpuLocks(lock_dir), 0};
+  while (true) {
+    GpuInventory inv = inventory();
+    bool others_hold = false;
+    try {
+      while (true) {
+        out.selection = select_gpus(config, inv, default_count);  // throws when too few are left
+        bool all = true;
+        for (int index : out.selection.indices) {
+          auto& gpu = *std::find_if(inv.gpus.begin(), inv.gpus.end(),
+                                    [&](const GpuInventoryEntry& g) { return g.index == index; });
+          if (!out.locks.try_lock(gpu_lock_key(gpu))) {
+            gpu.busy = true;
+            all = false;
+            others_hold = true;
+          }
+        }
+        if (all) break;
+        out.locks.release_all();
+      }
+    } catch (const Error&) {
+      // Only a shortage other runs cause is worth waiting for.
+      if (!others_hold || Clock::now() >= deadline) throw;
+      if (cancel != nullptr && cancel->load())
+        throw Error(ErrorKind::kCancelled, "gpu_selection: cancelled while waiting for a GPU");
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    break;
+  }
+  out.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.selection.reason += fmt::format("; locked in {} for the run", lock_dir.string());
+  if (out.waited_s >= 0.5)
+    out.selection.reason +=
+        fmt::format(" (waited {:.1f} s for GPUs other magpie runs held)", out.waited_s);
+  return out;
+}
+
+}  // namespace magpie::gpu

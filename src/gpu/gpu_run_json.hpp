@@ -1,0 +1,16 @@
+#pragma once
+// The report blocks for gpu_selection and gpu_monitor as the kernel reports
+// (analyze_report.json, compare_report.json) write them; same shapes as the
+// serving report's `config.gpu_selection` and `gpu_monitor`, plus the record of
+// a selection that could not be applied and the throttle findings.
+#include <nlohmann/json.hpp>
+
+#include "gpu/gpu_monitor.hpp"
+#include "gpu/gpu_selection.hpp"
+
+namespace magpie::gpu {
+
+nlohmann::json gpu_selection_json(const GpuSelectionRecord& record);
+nlohmann::json monitor_summary_json(const GpuMonitorSummary& summary);
+
+}  // namespace magpie::gpu
