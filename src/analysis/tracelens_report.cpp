@@ -231,7 +231,7 @@ int rank_of(const trace::Trace& t, size_t index) { return t.rank >= 0 ? t.rank :
 Loaded load(const fs::path& path, const TraceLensOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   Loaded l{trace::load_trace(path, o.ingest), {}};
-  l.links = trace::link_trace(l.trace);
+  l.links = trace::links_of(l.trace);  // built by the ingest; Loaded keeps its own copy
   if (o.progress) {
     o.progress(fmt::format("loaded {} ({:.1f} MB JSON, {} events) in {:.2f} s",
                            path.filename().string(),

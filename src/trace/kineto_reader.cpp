@@ -375,7 +375,7 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
              !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
     detail = static_cast<uint32_t>(t.op_details.size());
     t.op_details.push_back({out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
-                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides)});
+                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides), {}});
   }
   t.detail.push_back(detail);
 }
@@ -383,7 +383,8 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
 }  // namespace
 
 // Parses `[` + region + `]` from a private padded copy.
-void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out) {
+void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out,
+                 const std::function<void()>& copied) {
   thread_local od::parser parser;
   thread_local std::vector<char> scratch;
   const size_t len = region.size() + 2;
@@ -392,6 +393,7 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
   std::memcpy(scratch.data() + 1, region.data(), region.size());
   scratch[len - 1] = ']';
   std::memset(scratch.data() + len, 0, simdjson::SIMDJSON_PADDING);
+  if (copied) copied();
   auto fail = [&](simdjson::error_code err, od::document& doc) {
     out.failed = true;
     out.error = simdjson::error_message(err);
@@ -541,6 +543,7 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
   }
   trace.stats.events_kept = trace.events.size();
+  index_op_arguments(trace.events, trace.strings);
   // A JSON array with no object in it (HTA's memory_timeline.raw is
   // [[ts, action, bytes, device], ...]) is some other file, not an empty trace.
   // Objects without ts (TraceLens' execution_details.json beside vLLM capture
