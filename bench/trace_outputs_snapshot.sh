@@ -25,7 +25,8 @@ scrub() {
       -e 's/"(load|analyse_and_write|total|elapsed_s|execution_time|duration_s|wall_s|[a-z_]*_s)": ?[0-9.e+-]+/"\1": T/g' \
       -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+Z?/DATE/g' \
       -e "s#$2#TMP#g" \
-      -e 's/"(magpie_version|version|git_commit|hostname|host|kernel|cpu_model|load_average)": ?"[^"]*"/"\1": V/g'
+      -e 's/"(magpie_version|version|git_commit|hostname|host|kernel|cpu_model|load_average)": ?"[^"]*"/"\1": V/g' \
+      -e 's/"build_dirty": ?(true|false)/"build_dirty": V/g'
 }
 i=0
 for t in "${traces[@]}"; do
