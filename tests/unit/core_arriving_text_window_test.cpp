@@ -66,9 +66,10 @@ auto ends_within_a_minute(F&& f, const char* what) {
 
 constexpr size_t kWindow = size_t{1} << 20;
 
-// The hang: a reader that needs more bytes than the window before it can
-// release any (one event longer than the window) waited for bytes the producer
-// would not make until something was released.
+// The hang this guards against: a reader that needs more bytes than the
+// window before it can release any (one event longer than the window) waits for
+// bytes a producer bounded by the window alone would not make until something
+// was released.
 TEST(ArrivingTextWindow, ReaderAskingPastTheWindowGetsTheBytes) {
   const std::string text = sample_text(8 * kWindow);
   auto stream = ArrivingText::inflate(buffer_of(gzip_of(text)), "big.json.gz");
