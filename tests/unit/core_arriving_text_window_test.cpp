@@ -74,7 +74,8 @@ TEST(ArrivingTextWindow, ReaderAskingPastTheWindowGetsTheBytes) {
   const std::string text = sample_text(8 * kWindow);
   auto stream = ArrivingText::inflate(buffer_of(gzip_of(text)), "big.json.gz");
   stream->set_window(kWindow);
-  size_t got = ends_within_a_minute([&] { return stream->wait_for(text.size()); }, "wait_for past the window");
+  size_t got = ends_within_a_minute([&] { return stream->wait_for(text.size()); },
+                                    "wait_for past the window");
   EXPECT_EQ(got, text.size());
   auto done = stream->finish();
   EXPECT_TRUE(done.streamed);
@@ -98,7 +99,12 @@ TEST(ArrivingTextWindow, DestroyWhileTheProducerWaitsForRoom) {
   auto stream = ArrivingText::inflate(buffer_of(gzip_of(text)), "big.json.gz");
   stream->set_window(kWindow);
   EXPECT_GE(stream->wait_for(1), 1u);
-  ends_within_a_minute([&] { stream.reset(); return true; }, "destructor with a full window");
+  ends_within_a_minute(
+      [&] {
+        stream.reset();
+        return true;
+      },
+      "destructor with a full window");
 }
 
 // A reader that releases as it goes reads every byte through a small window,
@@ -108,12 +114,14 @@ TEST(ArrivingTextWindow, ReleasingReaderSeesEveryByteAndReloadRestoresThem) {
   const std::string text = sample_text(16 * kWindow);
   for (bool gz : {true, false}) {
     SCOPED_TRACE(gz ? "inflate" : "read");
-    fs::path file = fs::temp_directory_path() / ("magpie_window_" + std::to_string(::getpid()) + ".json");
+    fs::path file =
+        fs::temp_directory_path() / ("magpie_window_" + std::to_string(::getpid()) + ".json");
     std::unique_ptr<ArrivingText> stream;
     if (gz) {
       stream = ArrivingText::inflate(buffer_of(gzip_of(text)), "w.json.gz");
     } else {
-      std::ofstream(file, std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size()));
+      std::ofstream(file, std::ios::binary)
+          .write(text.data(), static_cast<std::streamsize>(text.size()));
       stream = ArrivingText::read(file);
     }
     const size_t keep = 10000;
@@ -159,8 +167,8 @@ std::string kineto_text(size_t events, size_t long_name_bytes) {
     if (i) json += ',';
     std::string name = "kernel_" + std::to_string(i % 97);
     if (i == events / 2) name += std::string(long_name_bytes, 'L');
-    json += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(i) +
-            R"(,"dur":1,"args":{"correlation":)" + std::to_string(i) + "}}";
+    json += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" +
+            std::to_string(i) + R"(,"dur":1,"args":{"correlation":)" + std::to_string(i) + "}}";
   }
   json += R"(], "baseTimeNanoseconds": 1700000000000000000, "traceName": "t"})";
   return json;
@@ -176,8 +184,8 @@ TEST(ArrivingTextWindow, KinetoThroughASmallWindowIsTheWholeTrace) {
     o.text_window_bytes = 1;  // the reader's minimum: a few chunks
     trace::Trace whole = trace::parse_kineto(buffer_of(json), "w.json", o);
     auto stream = ArrivingText::inflate(buffer_of(gzip_of(json)), "w.json.gz");
-    trace::Trace streamed =
-        ends_within_a_minute([&] { return trace::parse_kineto(*stream, "w.json.gz", o); }, "parse_kineto");
+    trace::Trace streamed = ends_within_a_minute(
+        [&] { return trace::parse_kineto(*stream, "w.json.gz", o); }, "parse_kineto");
     ASSERT_EQ(streamed.events.size(), whole.events.size());
     for (size_t r = 0; r < whole.events.size(); ++r) {
       ASSERT_EQ(streamed.name(r), whole.name(r));
@@ -194,7 +202,8 @@ TEST(ArrivingTextWindow, KinetoThroughASmallWindowIsTheWholeTrace) {
 // bad JSON is reported at the same offset as the whole-text path reports it.
 TEST(ArrivingTextWindow, WrongCutAndBadJsonAfterDroppingStartOver) {
   std::string json = kineto_text(40000, 0);
-  for (size_t at = 0; (at = json.find("kernel_", at)) != std::string::npos;) json.replace(at, 7, "kernel}, {");
+  for (size_t at = 0; (at = json.find("kernel_", at)) != std::string::npos;)
+    json.replace(at, 7, "kernel}, {");
   trace::IngestOptions o;
   o.threads = 2;
   o.chunk_bytes = 16 << 10;

@@ -16,7 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kH200 = fs::path(MAGPIE_SHARED_TRACES) / "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
+const fs::path kH200 =
+    fs::path(MAGPIE_SHARED_TRACES) / "h200/llama_4layer_bs16_prompt1024_decode16.json.gz";
 
 TEST(OpArgs, ParsersReadKinetoArrays) {
   auto dims = parse_input_dims("[[16, 1024, 4096], [4096, 4096], [], null, [[1, 2], [3]]]");
@@ -36,7 +37,8 @@ TEST(OpArgs, EachDistinctArgumentSetIsKeptOnceAndParsed) {
   size_t ops_with_args = 0;
   std::set<size_t> used;
   for (size_t r = 0; r < e.size(); ++r) {
-    if (e.detail[r] == kNoDetail || is_gpu_activity(e.category[r]) || is_launch_api(e.category[r])) continue;
+    if (e.detail[r] == kNoDetail || is_gpu_activity(e.category[r]) || is_launch_api(e.category[r]))
+      continue;
     ++ops_with_args;
     used.insert(e.detail[r]);
   }
@@ -47,7 +49,8 @@ TEST(OpArgs, EachDistinctArgumentSetIsKeptOnceAndParsed) {
   std::set<std::tuple<StringId, StringId, StringId, StringId>> texts;
   size_t with_dims = 0;
   for (const OpDetail& o : e.op_details) {
-    EXPECT_TRUE(texts.insert({o.input_dims, o.input_type, o.concrete_inputs, o.input_strides}).second);
+    EXPECT_TRUE(
+        texts.insert({o.input_dims, o.input_type, o.concrete_inputs, o.input_strides}).second);
     // The parsed form is what the parsers give for the text.
     EXPECT_EQ(o.args.dims, parse_input_dims(t.str(o.input_dims)));
     EXPECT_EQ(o.args.types, parse_input_types(t.str(o.input_type)));
