@@ -12,6 +12,10 @@
 #   RANKS        rank files for the multi-rank case (default 4)
 #   TARGET_MB    raw size of the single large trace (default 220)
 #   OUT          where outputs and results.tsv go (default bench/data/results/<timestamp>)
+#   CASES        which inputs (default "single_gz single_raw ranks")
+#   SKIP_TRACELENS=1  leave out `magpie tracelens --mode pytorch` on the gzipped single trace
+#   MAGPIE_BASE_BIN   a second magpie build (e.g. main's) timed in the same rounds, for a
+#                paired before/after comparison
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +26,9 @@ RANKS=${RANKS:-4}
 TARGET_MB=${TARGET_MB:-220}
 SKIP_HTA=${SKIP_HTA:-0}
 SKIP_MAGPIE=${SKIP_MAGPIE:-0}
+SKIP_TRACELENS=${SKIP_TRACELENS:-0}
+MAGPIE_BASE_BIN=${MAGPIE_BASE_BIN:-}
+CASES=${CASES:-single_gz single_raw ranks}
 DATA=$ROOT/bench/data
 OUT=${OUT:-$DATA/results/$(date +%Y%m%d_%H%M%S)}
 PY=${PYTHON:-python3}
@@ -109,7 +116,7 @@ if [[ $SKIP_MAGPIE != 1 ]] && "$MAGPIE_BIN" benchmark --help 2>&1 | grep -q -- '
 # Runs are interleaved (magpie, reference, magpie, ...) so that load from other users
 # of the machine falls on both alike.
 for ((run = 1; run <= RUNS; run++)); do
-  for case in single_gz single_raw ranks; do
+  for case in $CASES; do
     dir=$DATA/$case
     raw=$SINGLE_RAW
     [[ $case == ranks ]] && raw=$RANKS_RAW
@@ -120,6 +127,15 @@ for ((run = 1; run <= RUNS; run++)); do
       fi
     fi
     measure "$case" python_ref "$run" "$raw" "${REF[@]}" "$dir"
+    if [[ -n $MAGPIE_BASE_BIN ]]; then
+      measure "$case" magpie_base "$run" "$raw" "$MAGPIE_BASE_BIN" benchmark --top-k 20 --trace-dir "$dir"
+    fi
+    if [[ $case == single_gz && $SKIP_MAGPIE != 1 && $SKIP_TRACELENS != 1 ]]; then
+      measure "$case" tracelens_pytorch "$run" "$raw" "$MAGPIE_BIN" tracelens "$DATA/large_trace.json.gz" --mode pytorch
+      if [[ -n $MAGPIE_BASE_BIN ]]; then
+        measure "$case" tracelens_pytorch_base "$run" "$raw" "$MAGPIE_BASE_BIN" tracelens "$DATA/large_trace.json.gz" --mode pytorch
+      fi
+    fi
   done
 done
 if [[ $SKIP_HTA != 1 ]]; then

@@ -56,8 +56,8 @@ SizeFromShapes size_from_shapes(const trace::Trace& t, uint32_t op_row) {
   const uint32_t d = t.events.detail[op_row];
   if (d == trace::kNoDetail || d >= t.events.op_details.size()) return out;
   const auto& od = t.events.op_details[d];
-  auto dims = parse_input_dims(t.str(od.input_dims));
-  std::vector<std::string> types = parse_input_types(t.str(od.input_type));
+  const auto& dims = od.args.dims;
+  const std::vector<std::string>& types = od.args.types;
   if (!dims) return out;
   std::vector<int64_t> tensors;
   for (size_t i = 0; i < dims->size() && tensors.size() < 2; ++i) {

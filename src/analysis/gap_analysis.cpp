@@ -134,7 +134,7 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
   }
   auto in_window = [&](size_t r) { return t.end_ns(r) >= win_begin && t.ts_ns[r] <= win_end; };
 
-  trace::TraceLinks links = trace::link_trace(trace);
+  const trace::TraceLinks& links = trace::links_of(trace);
   result.links = links.summary;
   std::vector<bool> keep = category_filter(trace, config);
   const auto min_dur_ns = static_cast<int64_t>(config.min_duration_us * 1000.0);

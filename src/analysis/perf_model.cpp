@@ -7,6 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "trace/op_args_cursor.hpp"
+
 namespace magpie::analysis {
 namespace {
 
@@ -32,144 +34,7 @@ double d(int64_t v) { return static_cast<double>(v); }
 
 // ---- tokenizer for Kineto's small JSON arrays -------------------------------
 
-class Cursor {
- public:
-  explicit Cursor(std::string_view s) : s_(s) {}
-  void skip_ws() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool at_end() const { return i_ >= s_.size(); }
-  char peek() const { return at_end() ? '\0' : s_[i_]; }
-  bool eat(char c) {
-    skip_ws();
-    if (peek() != c) return false;
-    ++i_;
-    return true;
-  }
-  bool eat_word(std::string_view w) {
-    skip_ws();
-    if (s_.substr(i_, w.size()) != w) return false;
-    i_ += w.size();
-    return true;
-  }
-  std::optional<int64_t> integer() {
-    skip_ws();
-    bool neg = false;
-    if (peek() == '-') {
-      neg = true;
-      ++i_;
-    }
-    if (!std::isdigit(static_cast<unsigned char>(peek()))) return std::nullopt;
-    int64_t v = 0;
-    while (std::isdigit(static_cast<unsigned char>(peek()))) {
-      const int digit = s_[i_] - '0';
-      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return std::nullopt;
-      v = v * 10 + digit;
-      ++i_;
-    }
-    return neg ? -v : v;
-  }
-  // A JSON string; handles the escapes Kineto can emit.
-  std::optional<std::string> string() {
-    skip_ws();
-    if (peek() != '"') return std::nullopt;
-    ++i_;
-    std::string out;
-    while (!at_end()) {
-      char c = s_[i_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (at_end()) return std::nullopt;
-      char e = s_[i_++];
-      switch (e) {
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) return std::nullopt;
-          unsigned cp = 0;
-          for (int k = 0; k < 4; ++k) {
-            const char h = lower(s_[i_++]);
-            cp <<= 4;
-            if (h >= '0' && h <= '9') {
-              cp |= static_cast<unsigned>(h - '0');
-            } else if (h >= 'a' && h <= 'f') {
-              cp |= static_cast<unsigned>(h - 'a' + 10);
-            } else {
-              return std::nullopt;
-            }
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          out.push_back(e);
-          break;  // \" \\ \/
-      }
-    }
-    return std::nullopt;
-  }
-  // Skips a list nested up to `depth` levels (TensorList dims).
-  bool skip_list(int depth) {
-    if (depth <= 0 || !eat('[')) return false;
-    if (eat(']')) return true;
-    do {
-      skip_ws();
-      if (peek() == '[') {
-        if (!skip_list(depth - 1)) return false;
-      } else if (!integer()) {
-        return false;
-      }
-    } while (eat(','));
-    return eat(']');
-  }
-  // A flat list of integers; `[` already consumed.
-  std::optional<Shape> int_list_rest() {
-    Shape out;
-    if (eat(']')) return out;
-    do {
-      auto v = integer();
-      if (!v) return std::nullopt;
-      out.push_back(*v);
-    } while (eat(','));
-    if (!eat(']')) return std::nullopt;
-    return out;
-  }
-
- private:
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-  std::string_view s_;
-  size_t i_ = 0;
-};
+using Cursor = trace::detail::ArgCursor;
 
 // "[512]", "[-1]", "[1, 1]" or a bare "3" (one int) from a Concrete Inputs entry.
 std::optional<Shape> parse_int_list(std::string_view text) {
@@ -587,57 +452,6 @@ int bytes_per_element(std::string_view t) {
   return 0;
 }
 
-std::optional<std::vector<std::vector<int64_t>>> parse_input_dims(std::string_view text) {
-  Cursor c(text);
-  Dims out;
-  if (!c.eat('[')) return std::nullopt;
-  if (!c.eat(']')) {
-    do {
-      if (c.eat_word("null")) {
-        out.emplace_back();
-        continue;
-      }
-      if (!c.eat('[')) return std::nullopt;
-      c.skip_ws();
-      if (c.peek() == '[') {  // TensorList: keep the slot, drop the shapes
-        do {
-          if (!c.skip_list(8)) return std::nullopt;
-        } while (c.eat(','));
-        if (!c.eat(']')) return std::nullopt;
-        out.emplace_back();
-        continue;
-      }
-      auto shape = c.int_list_rest();
-      if (!shape) return std::nullopt;
-      out.push_back(std::move(*shape));
-    } while (c.eat(','));
-    if (!c.eat(']')) return std::nullopt;
-  }
-  c.skip_ws();
-  if (!c.at_end()) return std::nullopt;
-  return out;
-}
-
-std::vector<std::string> parse_input_types(std::string_view text) {
-  Cursor c(text);
-  std::vector<std::string> out;
-  if (!c.eat('[')) return {};
-  if (c.eat(']')) return out;
-  do {
-    if (c.eat_word("null")) {
-      out.emplace_back();
-      continue;
-    }
-    auto s = c.string();
-    if (!s) return {};
-    out.push_back(std::move(*s));
-  } while (c.eat(','));
-  if (!c.eat(']')) return {};
-  c.skip_ws();
-  if (!c.at_end()) return {};
-  return out;
-}
-
 // ---- public: formulas -------------------------------------------------------------
 
 OpCost gemm(int64_t M, int64_t N, int64_t K, int bpe_a, int bpe_b, int bpe_out, int bpe_bias,
@@ -839,9 +653,15 @@ OpCost moe_fused(int64_t tokens, int64_t hidden, int64_t inter, int64_t experts,
 std::optional<OpCost> model_for_op(std::string_view op_name, const Dims& dims,
                                    const std::vector<std::string>& types,
                                    std::string_view concrete_inputs_json) {
+  return model_for_op(op_name, dims, types, parse_input_types(concrete_inputs_json));
+}
+
+std::optional<OpCost> model_for_op(std::string_view op_name, const Dims& dims,
+                                   const std::vector<std::string>& types,
+                                   const std::vector<std::string>& concrete_inputs) {
   constexpr std::string_view kAten = "aten::";
   if (op_name.substr(0, kAten.size()) != kAten) return std::nullopt;
-  Call c{op_name.substr(kAten.size()), dims, types, parse_input_types(concrete_inputs_json)};
+  Call c{op_name.substr(kAten.size()), dims, types, concrete_inputs};
   const std::string_view n = c.name;
   if (n.empty()) return std::nullopt;
 

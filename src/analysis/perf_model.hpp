@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/op_args.hpp"
+
 namespace magpie::analysis {
 
 // Bytes per element of a Kineto dtype string ("c10::BFloat16" = 2, "float" = 4,
@@ -30,14 +32,10 @@ struct OpCost {
 
 // ---- shape parsing (Kineto "Input Dims" / "Input type" / "Concrete Inputs") --
 
-// "[[16, 1024, 4096], [4096, 4096], []]" → {{16,1024,4096},{4096,4096},{}}.
-// A TensorList entry ("[[1, 64], [1, 64]]" inside the list) becomes an empty
-// shape so indices stay aligned with "Input type". nullopt on malformed text.
-std::optional<std::vector<std::vector<int64_t>>> parse_input_dims(std::string_view json);
-
-// '["c10::BFloat16", "", "Scalar"]' → strings. Also parses "Concrete Inputs".
-// Empty vector on malformed text.
-std::vector<std::string> parse_input_types(std::string_view json);
+// The ingest parses them once per distinct argument set (trace::OpDetail::args);
+// the parsers are trace's, named here for the callers that parse text themselves.
+using trace::parse_input_dims;
+using trace::parse_input_types;
 
 // ---- formula helpers: each returns flops, bytes and params_json -------------
 
@@ -89,6 +87,11 @@ std::optional<OpCost> model_for_op(std::string_view op_name,
                                    const std::vector<std::vector<int64_t>>& dims,
                                    const std::vector<std::string>& types,
                                    std::string_view concrete_inputs_json);
+// The same with Concrete Inputs already parsed (trace::OpArgs::concrete).
+std::optional<OpCost> model_for_op(std::string_view op_name,
+                                   const std::vector<std::vector<int64_t>>& dims,
+                                   const std::vector<std::string>& types,
+                                   const std::vector<std::string>& concrete_inputs);
 
 // ---- roofline ----------------------------------------------------------------
 

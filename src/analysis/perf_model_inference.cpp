@@ -136,7 +136,7 @@ std::optional<OpCost> step_attention(const Args& a, const StepAnnotation* step) 
 
 // flash_attn's dense forward: q[B, Nq, Hq, d_qk], k[B, Nkv, Hkv, d_qk],
 // v[B, Nkv, Hkv, d_v]; is_causal is argument 5 (after dropout_p, softmax_scale).
-std::optional<OpCost> flash_attn_dense(const Args& a, std::string_view concrete) {
+std::optional<OpCost> flash_attn_dense(const Args& a, const std::vector<std::string>& args) {
   const Shape& q = a.dim(0);
   const Shape& k = a.dim(1);
   const Shape& v = a.dim(2);
@@ -144,7 +144,6 @@ std::optional<OpCost> flash_attn_dense(const Args& a, std::string_view concrete)
       k[1] != v[1] || k[2] != v[2] || a.bpe(0) == 0) {
     return std::nullopt;
   }
-  const auto args = parse_input_types(concrete);
   const bool causal = args.size() > 5 && args[5] == "True";
   return tagged(sdpa(q[0], q[2], k[2], q[1], k[1], q[3], v[3], causal, a.bpe(0)), true, a.type(0),
                 "SDPA");
@@ -188,7 +187,14 @@ std::optional<OpCost> paged_attention(const StepAnnotation& step, int64_t Hq, in
 
 std::optional<OpCost> model_for_inference_op(std::string_view name, const Dims& dims,
                                              const std::vector<std::string>& types,
-                                             std::string_view concrete,
+                                             std::string_view concrete_json,
+                                             const StepAnnotation* step) {
+  return model_for_inference_op(name, dims, types, parse_input_types(concrete_json), step);
+}
+
+std::optional<OpCost> model_for_inference_op(std::string_view name, const Dims& dims,
+                                             const std::vector<std::string>& types,
+                                             const std::vector<std::string>& concrete,
                                              const StepAnnotation* step) {
   const Args a{dims, types};
   if (starts(name, "aten::")) {

@@ -28,5 +28,11 @@ std::optional<OpCost> model_for_inference_op(std::string_view op_name,
                                              const std::vector<std::string>& types,
                                              std::string_view concrete_inputs_json,
                                              const StepAnnotation* step);
+// The same with Concrete Inputs already parsed (trace::OpArgs::concrete).
+std::optional<OpCost> model_for_inference_op(std::string_view op_name,
+                                             const std::vector<std::vector<int64_t>>& dims,
+                                             const std::vector<std::string>& types,
+                                             const std::vector<std::string>& concrete_inputs,
+                                             const StepAnnotation* step);
 
 }  // namespace magpie::analysis

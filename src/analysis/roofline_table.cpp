@@ -1,6 +1,7 @@
 #include "analysis/roofline_table.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "analysis/perf_model_inference.hpp"
@@ -49,56 +50,75 @@ struct CallKeyHash {
                                 (static_cast<int64_t>(k.op.row) << 24) ^ k.graph_launch);
   }
 };
-struct OpRefHash {
-  size_t operator()(const OpRef& r) const {
-    return std::hash<int64_t>()((static_cast<int64_t>(r.source) << 40) ^ r.row);
+
+// An op's name and argument set in one trace: ops with equal keys have the same
+// model and fall in the same group.
+struct SignatureKey {
+  int32_t source;
+  trace::StringId name;
+  uint32_t detail;  // OpDetail index, or kNoDetail
+  bool operator==(const SignatureKey&) const = default;
+};
+struct SignatureKeyHash {
+  size_t operator()(const SignatureKey& k) const noexcept {
+    uint64_t h = (static_cast<uint64_t>(k.name) << 32 | k.detail) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>((h ^ (h >> 31)) + static_cast<uint32_t>(k.source));
   }
 };
 
-// Parses each op's arguments once and remembers its model (or none).
+// One model per distinct (trace, op name, argument set): the arguments were
+// parsed at ingest (trace::OpDetail::args) and a trace holds a few hundred
+// distinct sets over hundreds of thousands of ops.
 class CostCache {
  public:
   CostCache(const AttributionSources& s, const StepAnnotation* step) : s_(s), step_(step) {}
   const std::optional<OpCost>& get(OpRef r) {
-    auto [it, inserted] = cache_.try_emplace(r);
-    if (inserted) it->second = compute(r);
-    return it->second;
+    const auto& t = s_.trace_of(r);
+    const auto row = static_cast<size_t>(r.row);
+    const uint32_t d = t.events.detail[row];
+    if (d == trace::kNoDetail) return none_;
+    auto [it, inserted] = index_.try_emplace(SignatureKey{r.source, t.events.name[row], d}, costs_.size());
+    if (inserted) costs_.push_back(compute(t, row, t.events.op_details[d]));
+    return costs_[it->second];
   }
 
  private:
-  std::optional<OpCost> compute(OpRef r) const {
-    const auto& t = s_.trace_of(r);
-    const auto row = static_cast<size_t>(r.row);
-    if (t.events.detail[row] == trace::kNoDetail) return std::nullopt;
-    const auto& od = t.events.op_details[t.events.detail[row]];
-    auto dims = parse_input_dims(t.str(od.input_dims));
-    if (!dims) return std::nullopt;
-    return model_for_inference_op(t.name(row), *dims, parse_input_types(t.str(od.input_type)),
-                                  t.str(od.concrete_inputs), step_);
+  std::optional<OpCost> compute(const trace::Trace& t, size_t row, const trace::OpDetail& od) const {
+    if (!od.args.dims) return std::nullopt;
+    return model_for_inference_op(t.name(row), *od.args.dims, od.args.types, od.args.concrete, step_);
   }
   const AttributionSources& s_;
   const StepAnnotation* step_;
-  std::unordered_map<OpRef, std::optional<OpCost>, OpRefHash> cache_;
+  const std::optional<OpCost> none_;
+  std::unordered_map<SignatureKey, size_t, SignatureKeyHash> index_;
+  std::deque<std::optional<OpCost>> costs_;  // stable: callers keep references
 };
 
 bool is_communication(const sources::KernelName& k) {
   return k.category == sources::KernelCategory::kCommunication;
 }
 
-void build_groups(StageAnalysis& a, const GpuArch* arch) {
+void build_groups(StageAnalysis& a, const GpuArch* arch, size_t signatures) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, size_t>
       index;
+  std::vector<size_t> group_of_signature(signatures, SIZE_MAX);  // the string lookup, cached
   for (const auto& c : a.calls) {
-    auto key = std::tuple{c.category, c.name, c.input_dims, c.input_type, c.concrete_inputs};
-    auto [it, inserted] = index.emplace(key, a.groups.size());
-    if (inserted) {
-      OpGroup g;
-      std::tie(g.category, g.name, g.input_dims, g.input_type, g.concrete_inputs) = key;
-      g.cost = c.cost;
-      if (c.cost) g.first = roofline_on(arch, *c.cost, c.kernel_us);
-      a.groups.push_back(std::move(g));
+    size_t* cached = c.signature >= 0 ? &group_of_signature[static_cast<size_t>(c.signature)] : nullptr;
+    size_t gi = cached ? *cached : SIZE_MAX;
+    if (gi == SIZE_MAX) {
+      auto key = std::tuple{c.category, c.name, c.input_dims, c.input_type, c.concrete_inputs};
+      auto [it, inserted] = index.emplace(key, a.groups.size());
+      if (inserted) {
+        OpGroup g;
+        std::tie(g.category, g.name, g.input_dims, g.input_type, g.concrete_inputs) = key;
+        g.cost = c.cost;
+        if (c.cost) g.first = roofline_on(arch, *c.cost, c.kernel_us);
+        a.groups.push_back(std::move(g));
+      }
+      gi = it->second;
+      if (cached) *cached = gi;
     }
-    OpGroup& g = a.groups[it->second];
+    OpGroup& g = a.groups[gi];
     ++g.calls;
     g.kernels += c.gpu_rows.size();
     g.call_us.push_back(c.kernel_us);
@@ -171,6 +191,15 @@ StageAnalysis analyze_stage(const StageInputs& in) {
   std::unordered_map<CallKey, size_t, CallKeyHash> call_index;
   std::unordered_map<int32_t, size_t> graph_calls;  // graph launch row → its pseudo call
   std::vector<Interval> compute, comm, copies;
+  // Kernel names are classified once per distinct name, not per event.
+  std::vector<int8_t> communication(t.strings.size(), -1);
+  auto is_comm_name = [&](trace::StringId id) {
+    int8_t& v = communication[id];
+    if (v < 0) v = is_communication(sources::parse_kernel_name(t.str(id))) ? 1 : 0;
+    return v == 1;
+  };
+  // (source, op name, argument set) → signature, for build_groups.
+  std::unordered_map<SignatureKey, int32_t, SignatureKeyHash> signature_of;
   for (const auto& k : owners) {
     const uint32_t r = k.gpu_row;
     ++a.gpu_events;
@@ -181,7 +210,7 @@ StageAnalysis analyze_stage(const StageInputs& in) {
     }
     if (e.category[r] != Category::kKernel) {
       copies.emplace_back(e.ts_ns[r], e.end_ns(r));
-    } else if (is_communication(sources::parse_kernel_name(t.name(r)))) {
+    } else if (is_comm_name(e.name[r])) {
       comm.emplace_back(e.ts_ns[r], e.end_ns(r));
     } else {
       compute.emplace_back(e.ts_ns[r], e.end_ns(r));
@@ -196,8 +225,11 @@ StageAnalysis analyze_stage(const StageInputs& in) {
         const auto& ot = s.trace_of(k.op);
         const auto row = static_cast<size_t>(k.op.row);
         c.name = std::string(ot.name(row));
-        if (ot.events.detail[row] != trace::kNoDetail) {
-          const auto& od = ot.events.op_details[ot.events.detail[row]];
+        const uint32_t detail = ot.events.detail[row];
+        const SignatureKey sig{k.op.source, ot.events.name[row], detail};
+        c.signature = signature_of.try_emplace(sig, static_cast<int32_t>(signature_of.size())).first->second;
+        if (detail != trace::kNoDetail) {
+          const auto& od = ot.events.op_details[detail];
           c.input_dims = std::string(ot.str(od.input_dims));
           c.input_type = std::string(ot.str(od.input_type));
           c.concrete_inputs = std::string(ot.str(od.concrete_inputs));
@@ -230,7 +262,7 @@ StageAnalysis analyze_stage(const StageInputs& in) {
     a.calls[ci].kernel_us += static_cast<double>(e.dur_ns[r]) / 1e3;
   }
   a.timeline = compute_gpu_timeline(std::move(compute), std::move(comm), std::move(copies));
-  build_groups(a, in.arch);
+  build_groups(a, in.arch, signature_of.size());
   build_kernels(a, t, in.arch);
   return a;
 }

@@ -25,6 +25,10 @@ struct OpCall {
   std::optional<OpCost> cost;
   std::vector<uint32_t> gpu_rows;
   double kernel_us = 0;  // Σ durations of its GPU work
+  // Calls with equal `signature` (≥ 0) have equal category, name and arguments
+  // (the same op name and argument set of one trace): grouping looks their
+  // strings up once per signature. -1 for calls without an op.
+  int32_t signature = -1;
 };
 
 // The roofline of work on one arch; empty `bound` when there is no model or no arch.

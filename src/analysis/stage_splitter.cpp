@@ -211,7 +211,7 @@ TokenGuess guess_from(const Trace& t, const std::vector<uint32_t>& emb, int64_t 
   for (; it != emb.end() && e.ts_ns[*it] < end_ns; ++it) {
     const uint32_t r = *it;
     if (e.detail[r] == trace::kNoDetail) continue;
-    auto dims = parse_input_dims(t.str(e.op_details[e.detail[r]].input_dims));
+    const auto& dims = e.op_details[e.detail[r]].args.dims;
     if (!dims || dims->size() < 2) continue;
     const auto& ids = (*dims)[1];
     if (ids.size() == 2 && ids[0] > 0 && ids[1] > 0) {

@@ -256,7 +256,7 @@ void progress_loaded(const TraceLensOptions& o, const fs::path& path, const trac
 Loaded load(const fs::path& path, const TraceLensOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   Loaded l{trace::load_trace(path, o.ingest), {}};
-  l.links = trace::link_trace(l.trace);
+  l.links = trace::links_of(l.trace);  // built by the ingest; Loaded keeps its own copy
   progress_loaded(o, path, l.trace, t0);
   return l;
 }
@@ -342,7 +342,7 @@ Loaded load_rank0(const TraceLensOptions& o, TraceLensResult& r) {
   }
   Loaded l{std::move(parts[index]), {}};
   if (l.trace.rank < 0) l.trace.rank = 0;
-  l.links = trace::link_trace(l.trace);
+  l.links = trace::links_of(l.trace);  // built by the ingest; Loaded keeps its own copy
   progress_loaded(o, chosen, l.trace, t0);
   return l;
 }
@@ -477,7 +477,7 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     CollectiveCollection collection;
     for (const auto& t : load_ranked(input_files(o.trace), o, r)) {
       if (t.cycle + 1 != t.cycles) continue;
-      collect_collectives(t, trace::link_trace(t), t.rank, collection);
+      collect_collectives(t, trace::links_of(t), t.rank, collection);
     }
     write_collective_report(std::move(collection), out_root, o, r);
   }
@@ -505,7 +505,7 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
     }
     ranks.insert(t.rank);
     add_rank(r, t);
-    const trace::TraceLinks links = trace::link_trace(t);
+    const trace::TraceLinks& links = trace::links_of(t);
     // Cross-rank matching needs one cycle per rank: each rank's last.
     if (collectives && t.cycle + 1 == t.cycles) collect_collectives(t, links, t.rank, collection);
     if (o.perf_report) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <isa-l/igzip_lib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ void ArrivingText::start(void (ArrivingText::*producer)()) {
 }
 
 ArrivingText::~ArrivingText() {
+  lift_window();  // a producer waiting for room would never be joined
   if (thread_.joinable()) thread_.join();
   if (fd_ >= 0) ::close(fd_);
 }
@@ -71,6 +73,49 @@ void ArrivingText::publish(size_t bytes) {
   std::lock_guard lock(mutex_);
   produced_.store(bytes, std::memory_order_release);
   progress_.notify_all();
+}
+
+void ArrivingText::set_window(size_t bytes, size_t keep_prefix) {
+  std::lock_guard lock(mutex_);
+  window_ = bytes;
+  keep_prefix_ = std::max(keep_prefix_, keep_prefix);
+  windowed_ = windowed_ || bytes > 0;
+  room_.notify_all();
+}
+
+void ArrivingText::lift_window() {
+  std::lock_guard lock(mutex_);
+  window_ = 0;
+  room_.notify_all();
+}
+
+void ArrivingText::wait_for_room(size_t done) {
+  std::unique_lock lock(mutex_);
+  // Every change to these three happens under mutex_ and is followed by a
+  // notify of room_, so the producer cannot sleep through one.
+  room_.wait(lock, [&] { return window_ == 0 || done < release_offset_ + window_ || done < wanted_; });
+}
+
+void ArrivingText::release(size_t offset) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<uintptr_t>(out_.data());
+  uintptr_t from = 0, to = 0;
+  {
+    std::lock_guard lock(mutex_);
+    offset = std::min(offset, produced_.load(std::memory_order_acquire));
+    // Without the source a dropped page could never be read again: keep all.
+    if (offset <= release_offset_ || source_dropped_) return;
+    release_offset_ = offset;
+    // Whole pages only, from the end of the last dropped range.
+    from = std::max<uintptr_t>((base + keep_prefix_ + page - 1) / page * page, dropped_end_);
+    to = (base + offset) / page * page;
+    if (to > from) dropped_end_ = to;
+    room_.notify_all();
+  }
+  if (to > from) {
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    released_any_.store(true, std::memory_order_release);
+  }
 }
 
 void ArrivingText::inflate_all() {
@@ -83,6 +128,7 @@ void ArrivingText::inflate_all() {
   size_t done = 0;
   bool clean = compressed_.size() >= 18 && compressed_.size() <= UINT32_MAX;
   while (clean && st.block_state != ISAL_BLOCK_FINISH) {
+    wait_for_room(done);
     size_t step = std::min(kStepBytes, cap - done);
     st.next_out = reinterpret_cast<uint8_t*>(out_.data() + done);
     st.avail_out = static_cast<uint32_t>(step);
@@ -96,13 +142,22 @@ void ArrivingText::inflate_all() {
   }
   // Trailing bytes mean a second gzip member; a short output means the trailer lied.
   clean_ = clean && st.avail_in == 0 && done == cap;
-  if (clean_) compressed_ = PaddedBuffer{};  // only the one-shot fallback would need it
+  // Only the one-shot path needs the gzip bytes again: after a clean inflate,
+  // only a reader that drops text as it goes (set_window) may still reload().
+  if (clean_) {
+    std::lock_guard lock(mutex_);
+    if (!windowed_) {
+      compressed_ = PaddedBuffer{};
+      source_dropped_ = true;
+    }
+  }
 }
 
 void ArrivingText::read_all() {
   const size_t cap = out_.size();
   size_t done = 0;
   while (done < cap) {
+    wait_for_room(done);
     ssize_t n = ::read(fd_, out_.data() + done, std::min(kStepBytes, cap - done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // an error, or the file shrank: the one-shot path says which
@@ -117,16 +172,30 @@ size_t ArrivingText::wait_for(size_t n) {
   size_t have = produced_.load(std::memory_order_acquire);
   if (have >= n || stopped()) return have;
   std::unique_lock lock(mutex_);
+  if (n > wanted_) {
+    // A reader that needs bytes beyond the window (one event longer than it)
+    // has nothing to release until they come: let the producer past it.
+    wanted_ = n;
+    room_.notify_all();
+  }
   progress_.wait(lock, [&] { return produced_.load(std::memory_order_acquire) >= n || stopped(); });
   return produced_.load(std::memory_order_acquire);
 }
 
 ArrivingText::Result ArrivingText::finish() {
+  lift_window();
   if (thread_.joinable()) thread_.join();
   if (clean_) return {std::move(out_), true};
   // out_ stays until destruction: readers may still hold views into it.
   if (fd_ >= 0) return {read_file(origin_), false};
   return {gunzip(compressed_.view(), origin_), false};
+}
+
+PaddedBuffer ArrivingText::reload() {
+  lift_window();
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) return read_file(origin_);
+  return gunzip(compressed_.view(), origin_);
 }
 
 }  // namespace magpie

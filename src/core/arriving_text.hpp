@@ -4,6 +4,7 @@
 // megabytes while the rest is still coming. ISA-L's igzip streams and, on a
 // 220 MB trace here, inflates about 3x faster than libdeflate's one-shot call.
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <filesystem>
 #include <memory>
@@ -26,8 +27,24 @@ class ArrivingText {
   ArrivingText& operator=(const ArrivingText&) = delete;
 
   // Blocks until at least `n` bytes are in or the producer has stopped; returns
-  // how many bytes are in. Those bytes are final and stay where they are.
+  // how many bytes are in. Those bytes are final and stay where they are (until
+  // released). Asking for bytes beyond the window lets the producer past it.
   size_t wait_for(size_t n);
+
+  // Bounded memory: the producer stays at most `bytes` ahead of what the reader
+  // released (0 = no bound, the default), so a 220 MB text never needs 220 MB
+  // of memory at once. The buffer's address range stays whole; released pages
+  // go back to the kernel.
+  // The first `keep_prefix` bytes are never dropped (the text before a reader's
+  // region of interest: a JSON document's keys before its big array).
+  void set_window(size_t bytes, size_t keep_prefix = 0);
+  // The reader will not read bytes before `offset` again: their pages are
+  // dropped and the producer may go on. Bytes from offset 0 up to the first
+  // call's... nothing: every byte before `offset` is gone, read as zero after.
+  void release(size_t offset);
+  // True once release() dropped any page: then finish().text has holes, and a
+  // reader that needs the whole text again calls reload().
+  bool released_any() const { return released_any_.load(std::memory_order_acquire); }
   const char* data() const { return out_.data(); }
   // The size the text is expected to reach (the file's, or the gzip trailer's).
   size_t expected_size() const { return out_.size(); }
@@ -44,6 +61,10 @@ class ArrivingText {
     bool streamed = false;
   };
   Result finish();
+  // The whole text again from the one-shot path (gunzip / read_file), for a
+  // reader that released bytes and then found it must start over (a fast chunk
+  // cut that was wrong, bad JSON whose offset it must report).
+  PaddedBuffer reload();
 
  private:
   ArrivingText() = default;
@@ -51,15 +72,30 @@ class ArrivingText {
   void inflate_all();
   void read_all();
   void publish(size_t bytes);
+  // Producer side of the window: blocks while `done` bytes are as far ahead of
+  // the released ones as the window allows and no reader asks for more.
+  void wait_for_room(size_t done);
+  void lift_window();
 
   PaddedBuffer compressed_;  // inflate: the gzip bytes
   int fd_ = -1;              // read: the open file
   std::string origin_;
   PaddedBuffer out_;
   std::mutex mutex_;
-  std::condition_variable progress_;
+  std::condition_variable progress_;  // producer → readers: bytes arrived, or stopped
+  std::condition_variable room_;      // readers → producer: bytes released, or asked for
   std::atomic<size_t> produced_{0};
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> released_any_{false};
+  // Guarded by mutex_: the window, the released prefix (page-aligned, pages
+  // dropped), and the most any reader has asked wait_for for.
+  size_t window_ = 0;
+  size_t keep_prefix_ = 0;
+  size_t release_offset_ = 0;  // bytes before it will not be read again
+  uintptr_t dropped_end_ = 0;  // address up to which pages were dropped
+  size_t wanted_ = 0;
+  bool windowed_ = false;        // set_window was called: pages may be dropped, reload() may follow
+  bool source_dropped_ = false;  // the gzip bytes are gone: no page may be dropped
   bool clean_ = false;  // written by the producer before stopped_
   std::thread thread_;
 };

@@ -157,7 +157,7 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     out.selection = fmt::format("top {} ops by GPU time", request.top_k);
   }
 
-  const auto links = trace::link_trace(trace);
+  const auto& links = trace::links_of(trace);
   const auto& ev = trace.events;
   std::vector<uint32_t> gpu_rows;
   for (size_t r = 0; r < ev.size(); ++r) {

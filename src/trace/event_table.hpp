@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/op_args.hpp"
 #include "trace/string_pool.hpp"
 
 namespace magpie::trace {
@@ -64,13 +65,15 @@ struct KernelDetail {
   int64_t graph_node_id = -1;
 };
 
-// Shapes and types recorded for cpu_op events (record_shapes=True). Raw JSON
-// text, parsed only by the analyses that need it.
+// Shapes and types recorded for cpu_op events (record_shapes=True): the JSON
+// text as recorded (reports print it) and, once the table is complete, its
+// parsed form. One entry per distinct argument set (index_op_arguments).
 struct OpDetail {
   StringId input_dims = kEmptyString;
   StringId input_type = kEmptyString;
   StringId concrete_inputs = kEmptyString;
   StringId input_strides = kEmptyString;  // "Input Strides" (magpie replay rebuilds layouts)
+  OpArgs args;                            // filled by index_op_arguments
 };
 
 // A collective's arguments as PyTorch records them on NCCL/RCCL kernels and on

@@ -3,6 +3,7 @@
 // the reader that works while a gzip stream is still inflating
 // (kineto_stream.cpp) share. Each chunk of the event array is parsed into its
 // own ChunkOutput; finish_kineto merges them into one Trace.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,10 @@ struct ChunkOutput {
 
 // Parses `[` + region + `]` from a private padded copy; never throws on bad JSON
 // (sets `failed`, `error` and `error_offset` instead).
-void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out);
+// `copied`, when given, is called as soon as the region has been copied: the
+// caller may then drop the region's text.
+void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out,
+                 const std::function<void()>& copied = {});
 
 // Redoes the plan exactly when a fast cut failed (or throws the JSON error),
 // then merges the chunks. `owned`, when given, holds `text` and is released as

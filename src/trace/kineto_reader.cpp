@@ -3,6 +3,9 @@
 #include <simdjson.h>
 
 #include <charconv>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <limits>
 #include <cmath>
 #include <cstring>
@@ -375,7 +378,7 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
              !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
     detail = static_cast<uint32_t>(t.op_details.size());
     t.op_details.push_back({out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
-                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides)});
+                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides), {}});
   }
   t.detail.push_back(detail);
 }
@@ -383,7 +386,8 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
 }  // namespace
 
 // Parses `[` + region + `]` from a private padded copy.
-void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out) {
+void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out,
+                 const std::function<void()>& copied) {
   thread_local od::parser parser;
   thread_local std::vector<char> scratch;
   const size_t len = region.size() + 2;
@@ -392,6 +396,7 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
   std::memcpy(scratch.data() + 1, region.data(), region.size());
   scratch[len - 1] = ']';
   std::memset(scratch.data() + len, 0, simdjson::SIMDJSON_PADDING);
+  if (copied) copied();
   auto fail = [&](simdjson::error_code err, od::document& doc) {
     out.failed = true;
     out.error = simdjson::error_message(err);
@@ -415,7 +420,10 @@ void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out)
   }
   od::array arr;
   if (auto err = doc.get_array().get(arr)) return fail(err, doc);
-  out.events.reserve(region.size() / 400);
+  // Kineto events average ~330 bytes here; reserving for more than fit costs
+  // address space only (untouched pages), while growing by doubling copies and
+  // leaves the old blocks resident.
+  out.events.reserve(region.size() / 200);
   for (auto element : arr) {
     od::object obj;
     if (auto err = element.get_object().get(obj)) {
@@ -521,6 +529,7 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
   for (const auto& o : outputs) total += o.events.size();
   trace.events.reserve(total);
   KinetoNames names;
+  [[maybe_unused]] size_t merged = 0;
   for (auto& o : outputs) {
     std::vector<StringId> remap(o.strings.size());
     for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace.strings.intern(o.strings.view(id));
@@ -539,8 +548,15 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     s.non_object_events += o.stats.non_object_events;
     s.invalid_utf8_chunks += o.stats.invalid_utf8_chunks;
     o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
+#ifdef __GLIBC__
+    // The chunk tables are many small blocks in the parser threads' malloc
+    // arenas: freed, they stay resident unless trimmed, and the merged table
+    // would sit on top of all of them (the ingest's peak memory).
+    if (++merged % 16 == 0) malloc_trim(0);
+#endif
   }
   trace.stats.events_kept = trace.events.size();
+  index_op_arguments(trace.events, trace.strings);
   // A JSON array with no object in it (HTA's memory_timeline.raw is
   // [[ts, action, bytes, device], ...]) is some other file, not an empty trace.
   // Objects without ts (TraceLens' execution_details.json beside vLLM capture

@@ -14,6 +14,10 @@ struct IngestOptions {
   bool include_python_functions = false;  // python_function events are 60–90% of inference traces
   unsigned threads = 0;                   // 0 = all hardware threads
   size_t chunk_bytes = size_t{1} << 20;  // parser memory is ~5x a chunk, per thread
+  // A streamed ingest keeps at most this much text ahead of what the parsers
+  // have taken (0 = the whole text stays until the end): the text of a 220 MB
+  // trace never needs 220 MB of memory at once.
+  size_t text_window_bytes = size_t{32} << 20;
   // Progress of a streamed ingest: (file, bytes of text parsed so far, bytes expected),
   // from the reading thread, once per chunk. May be empty.
   std::function<void(const std::string& origin, size_t done, size_t total)> on_bytes;

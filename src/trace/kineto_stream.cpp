@@ -23,13 +23,21 @@ namespace {
 // chunk's target size to let the inflater run before looking for a cut.
 constexpr size_t kLookAhead = size_t{64} << 10;
 
-// Chunks handed from the planner (this thread) to the parsing workers.
+// Chunks handed from the planner (this thread) to the parsing workers. Each
+// worker copies its chunk's text before parsing it; once every chunk up to some
+// point has been copied, the text before that point is released to the
+// ArrivingText, which then lets its producer run further ahead.
 class ChunkQueue {
  public:
-  void push(ChunkOutput* out, std::string_view region) {
+  explicit ChunkQueue(ArrivingText& text) : text_(text) {}
+  // `region` is [begin, end) of the text; views are taken at push time because
+  // the buffer's owner changes once the producer is finished (its address does not).
+  void push(ChunkOutput* out, std::string_view region, size_t end) {
     {
       std::lock_guard lock(mutex_);
-      queue_.emplace_back(out, region);
+      queue_.push_back({out, region, ends_.size()});
+      ends_.push_back(end);
+      copied_.push_back(false);
     }
     ready_.notify_one();
   }
@@ -42,21 +50,12 @@ class ChunkQueue {
   }
   // Parses chunks until the queue is closed and empty.
   void work(bool include_python) {
-    for (;;) {
-      std::pair<ChunkOutput*, std::string_view> job;
-      {
-        std::unique_lock lock(mutex_);
-        ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
-        if (queue_.empty()) return;
-        job = queue_.front();
-        queue_.pop_front();
-      }
-      try {
-        parse_chunk(job.second, include_python, *job.first);
-      } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-      }
+    while (run_one(include_python, true)) {
+    }
+  }
+  // Parses the chunks queued now, without waiting for more (no worker threads).
+  void drain(bool include_python) {
+    while (run_one(include_python, false)) {
     }
   }
   void rethrow() {
@@ -64,9 +63,47 @@ class ChunkQueue {
   }
 
  private:
+  struct Job {
+    ChunkOutput* out;
+    std::string_view region;
+    size_t index;
+  };
+  bool run_one(bool include_python, bool wait) {
+    Job job{};
+    {
+      std::unique_lock lock(mutex_);
+      if (wait) ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+      if (queue_.empty()) return false;
+      job = queue_.front();
+      queue_.pop_front();
+    }
+    try {
+      parse_chunk(job.region, include_python, *job.out, [&] { copied(job.index); });
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    return true;
+  }
+  void copied(size_t index) {
+    size_t release_to = 0;
+    {
+      std::lock_guard lock(mutex_);
+      copied_[index] = true;
+      while (frontier_ < copied_.size() && copied_[frontier_]) ++frontier_;
+      if (frontier_ == 0) return;
+      release_to = ends_[frontier_ - 1];
+    }
+    text_.release(release_to);  // may be called out of order: release keeps the furthest
+  }
+
+  ArrivingText& text_;
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::pair<ChunkOutput*, std::string_view>> queue_;
+  std::deque<Job> queue_;
+  std::vector<size_t> ends_;
+  std::vector<bool> copied_;
+  size_t frontier_ = 0;  // chunks before it have all been copied
   bool closed_ = false;
   std::exception_ptr error_;
 };
@@ -98,18 +135,28 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
     if (final) return whole_text();  // no event array, or a damaged stream: its own error
   }
 
-  // 2. Cut chunks as the text arrives; workers parse them meanwhile.
+  // 2. Cut chunks as the text arrives; workers parse them meanwhile. The text
+  // before the array stays (its keys are read at the end); the event text is
+  // dropped behind the workers, so memory holds a window of it, not all of it.
   const size_t target = options.chunk_bytes;
+  if (options.text_window_bytes > 0) {
+    // The planner looks up to target + kLookAhead past a cut: a smaller window
+    // would only make it ask past the window at every chunk.
+    arriving.set_window(std::max(options.text_window_bytes, 4 * (target + kLookAhead)), where.open + 1);
+  }
   unsigned threads = options.threads ? options.threads : default_thread_count();
-  ChunkQueue queue;
+  ChunkQueue queue(arriving);
   std::vector<std::unique_ptr<ChunkOutput>> outputs;
   ChunkPlan plan;
+  WorkerPool pool{queue, {}};
   auto add_chunk = [&](size_t b, size_t e) {
     plan.chunks.emplace_back(b, e);
     outputs.push_back(std::make_unique<ChunkOutput>());
-    queue.push(outputs.back().get(), std::string_view(base + b, e - b));
+    queue.push(outputs.back().get(), std::string_view(base + b, e - b), e);
+    // With no worker thread the planner parses each chunk itself, so that the
+    // text behind it is released and the producer is never left waiting.
+    if (pool.threads.empty()) queue.drain(options.include_python_functions);
   };
-  WorkerPool pool{queue, {}};
   for (unsigned t = 1; t < threads; ++t) pool.threads.emplace_back([&] { queue.work(options.include_python_functions); });
   size_t begin = where.open + 1;
   for (;;) {
@@ -141,6 +188,13 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
   queue.work(options.include_python_functions);
   pool.join();
   queue.rethrow();
+  if (arriving.released_any() &&
+      (!plan.closed || std::any_of(outputs.begin(), outputs.end(), [](const auto& o) { return o->failed; }))) {
+    // A fast cut was wrong or the JSON is bad: the exact re-plan and the error's
+    // offset need the whole text, and part of it is gone. Start over from it.
+    outputs.clear();
+    return parse_kineto(arriving.reload(), origin, options);
+  }
 
   std::vector<ChunkOutput> parsed;
   parsed.reserve(outputs.size());

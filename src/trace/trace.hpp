@@ -2,6 +2,7 @@
 // One ingested trace file: its events as columns, plus what the file says
 // about the machine and the run.
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@ struct IngestStats {
   size_t invalid_utf8_chunks = 0;
 };
 
+struct TraceLinks;  // trace/trace_links.hpp
+
 struct Trace {
   std::string path;
   TraceFormat format = TraceFormat::kKineto;
@@ -70,6 +73,10 @@ struct Trace {
 
   IngestStats stats;
   std::vector<std::string> warnings;
+  // Launch → GPU work and op-tree links, built once: by the ingest (load_trace),
+  // or on first use (links_of) for a trace made another way. Analyses read them
+  // through links_of and never rebuild them.
+  mutable std::shared_ptr<const TraceLinks> links;
 
   std::string_view str(StringId id) const { return strings.view(id); }
   std::string_view name(size_t row) const { return strings.view(events.name[row]); }

@@ -105,6 +105,11 @@ TraceLinks link_trace(const Trace& trace) {
   return links;
 }
 
+const TraceLinks& links_of(const Trace& trace) {
+  if (!trace.links) trace.links = std::make_shared<const TraceLinks>(link_trace(trace));
+  return *trace.links;
+}
+
 int32_t launching_op(const Trace& trace, const TraceLinks& links, size_t row) {
   if (links.op_by_external_id_row[row] >= 0) return links.op_by_external_id_row[row];
   int32_t r = links.launch_of[row];

@@ -29,6 +29,10 @@ struct TraceLinks {
 
 TraceLinks link_trace(const Trace& trace);
 
+// The trace's links: those the ingest built, else built now and kept in the
+// trace (not thread-safe on first use: call it before sharing a trace).
+const TraceLinks& links_of(const Trace& trace);
+
 // The cpu_op that launched GPU row `row`: the op with the same External id,
 // else the innermost cpu_op around its launch call. -1 when unknown.
 int32_t launching_op(const Trace& trace, const TraceLinks& links, size_t row);

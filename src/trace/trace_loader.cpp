@@ -7,6 +7,7 @@
 #include "core/arriving_text.hpp"
 #include "trace/merged_trace.hpp"
 #include "trace/rocprof_reader.hpp"
+#include "trace/trace_links.hpp"
 
 namespace magpie::trace {
 
@@ -78,6 +79,7 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   } else {
     trace = load_text(text->finish().text, path, options);
   }
+  links_of(trace);  // once, here: every analysis reads them
   if (file_bytes == 0) file_bytes = trace.stats.raw_bytes;
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
