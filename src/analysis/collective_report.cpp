@@ -399,8 +399,9 @@ CollectiveReport make_collective_report(CollectiveCollection in) {
       auto it = instances.find(ik);
       if (it == instances.end() || !done.insert(ik).second) continue;
       const auto& members = it->second;
+      // An init-capture: clang 14 (the fuzz preset) cannot capture a structured binding.
       if (members.size() < 2 || !std::all_of(members.begin(), members.end(),
-                                             [&](const auto* m) { return size_key(*m) == key; }))
+                                             [&row_key = key](const auto* m) { return size_key(*m) == row_key; }))
         continue;
       int64_t dmin = INT64_MAX, dmax = 0, smin = INT64_MAX, smax = INT64_MIN;
       for (const auto* m : members) {

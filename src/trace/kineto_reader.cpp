@@ -21,6 +21,10 @@ namespace magpie::trace {
 
 namespace od = simdjson::ondemand;
 
+namespace {
+constexpr int64_t kMaxAbsTimeNs = 4'000'000'000'000'000'000;  // see parse_us_to_ns
+}  // namespace
+
 bool parse_us_to_ns(std::string_view t, int64_t& out) {
   while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' ||
                         t.back() == '\t' || t.back() == ',' || t.back() == '"'))
@@ -53,12 +57,13 @@ bool parse_us_to_ns(std::string_view t, int64_t& out) {
   if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
     double d = 0;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
-    if (ec != std::errc{} || !std::isfinite(d)) return false;
+    if (ec != std::errc{} || !std::isfinite(d) || std::abs(d * 1000.0) > static_cast<double>(kMaxAbsTimeNs))
+      return false;
     out = static_cast<int64_t>(std::llround(d * 1000.0));
     return true;
   }
   if (digits == 0 || i != t.size()) return false;
-  if (whole > INT64_MAX / 1000 - 1) return false;
+  if (whole > kMaxAbsTimeNs / 1000) return false;
   int64_t v = whole * 1000 + frac_ns;
   out = neg ? -v : v;
   return true;

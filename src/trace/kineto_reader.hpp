@@ -37,6 +37,8 @@ Trace parse_kineto(ArrivingText& text, const std::string& origin, const IngestOp
 // Exact conversion of a JSON number of microseconds ("1773709742341309.550",
 // "12", "1.5e3") to integer nanoseconds; doubles would lose the ns digits of
 // epoch-based timestamps. Returns false for text that is not a number.
+// Times beyond ±4e18 ns (year 2096 after the epoch) are refused as not a
+// time: the sum or difference of two accepted times then always fits int64.
 bool parse_us_to_ns(std::string_view token, int64_t& out);
 
 }  // namespace magpie::trace

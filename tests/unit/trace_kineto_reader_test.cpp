@@ -38,6 +38,13 @@ TEST(ParseUsToNs, KeepsNanosecondDigitsOfEpochTimestamps) {
   EXPECT_EQ(ns, -3250);
   EXPECT_FALSE(parse_us_to_ns("abc", ns));
   EXPECT_FALSE(parse_us_to_ns("", ns));
+  // Beyond ±4e18 ns (fuzzer: an exponent rounded to INT64_MIN made gap
+  // analysis' window overflow): not a time, so two times never overflow.
+  EXPECT_FALSE(parse_us_to_ns("-9.3e15", ns));
+  EXPECT_FALSE(parse_us_to_ns("1e300", ns));
+  EXPECT_FALSE(parse_us_to_ns("9223372036854775", ns));
+  ASSERT_TRUE(parse_us_to_ns("3999999999999999.999", ns));
+  EXPECT_EQ(ns, 3999999999999999999);
 }
 
 constexpr std::string_view kSmallTrace = R"({
