@@ -39,7 +39,7 @@ std::string docker_unreachable_reason() {
 }
 
 std::string image_digest(const std::string& image, std::string* why) {
-  auto r = docker({"docker", "image", "inspect", "--format", "{{.Id}} {{join .RepoDigests \",\"}}", image},
+  auto r = docker({"docker", "image", "inspect", "--format", "{{.Id}} {{range .RepoDigests}}{{.}},{{end}}", image},
                   std::chrono::seconds(30));
   if (!r.ok()) {
     if (why) *why = fmt::format("`docker image inspect {}` failed ({}): {}", image, r.describe(), trimmed(r.output));
@@ -49,6 +49,7 @@ std::string image_digest(const std::string& image, std::string* why) {
   auto space = out.find(' ');
   if (space == std::string::npos) return out;
   std::string id = out.substr(0, space), repo = trimmed(out.substr(space + 1));
+  if (!repo.empty() && repo.back() == ',') repo.pop_back();
   return repo.empty() ? id : id + " (" + repo + ")";
 }
 
