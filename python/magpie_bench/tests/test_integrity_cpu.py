@@ -39,7 +39,9 @@ def rules(block):
 
 
 class AddressCache:
-    """Caches the result by input address: correct on fresh tensors, stale when a tensor is refilled."""
+    """Caches the result by input address: correct on fresh tensors, stale when a tensor is refilled.
+    The cache keeps each keyed input alive, so the allocator cannot hand a later fresh tensor the same
+    address (which made the correctness premise depend on the allocator: CI saw seed 3 reuse seed 1's)."""
 
     def __init__(self):
         self.cache = {}
@@ -47,8 +49,8 @@ class AddressCache:
     def __call__(self, x):
         key = (x.data_ptr(), tuple(x.shape))
         if key not in self.cache:
-            self.cache[key] = torch.softmax(x, dim=-1)
-        return self.cache[key]
+            self.cache[key] = (x, torch.softmax(x, dim=-1))
+        return self.cache[key][1]
 
 
 class PreviousOutput:
