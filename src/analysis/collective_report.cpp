@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "analysis/perf_model.hpp"
 #include "sources/kernel_name.hpp"
@@ -196,6 +197,14 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
   rc.trace_path = t.path;
   std::map<std::pair<std::string, CollectiveKind>, size_t> seen;
   std::vector<CollectiveCall> calls;
+  // Kernel names repeat: classify each distinct name once (parsing a C++
+  // signature per kernel call was a third of `tracelens --mode pytorch`).
+  std::unordered_map<trace::StringId, bool> comm_name;
+  auto is_comm_name = [&](trace::StringId id) {
+    auto [it, fresh] = comm_name.try_emplace(id, false);
+    if (fresh) it->second = is_comm_kernel_name(t.str(id));
+    return it->second;
+  };
   for (uint32_t r = 0; r < e.size(); ++r) {
     const Category cat = e.category[r];
     if (!trace::is_gpu_activity(cat)) continue;
@@ -206,7 +215,7 @@ void collect_collectives(const trace::Trace& t, const trace::TraceLinks& links, 
     }
     const trace::CollectiveArgs* args = e.collective_of(r);
     const std::string_view name = t.name(r);
-    if (!args && !is_comm_kernel_name(name)) {
+    if (!args && !is_comm_name(e.name[r])) {
       compute.push_back(iv);
       continue;
     }
