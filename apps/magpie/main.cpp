@@ -15,9 +15,11 @@
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "core/error.hpp"
+#include "core/phase_times.hpp"
 #include "gpu/environment.hpp"
 
 int main(int argc, char** argv) {
+  magpie_phase::t0();  // MAGPIE_PHASE_TIMES marks count from here
   CLI::App app{
       "Magpie: benchmark LLM inference serving, analyze and compare GPU kernels, and explain "
       "profiler traces.\n\nExamples:\n"

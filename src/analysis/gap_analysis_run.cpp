@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/phase_times.hpp"
 #include "trace/trace_loader.hpp"
 
 namespace magpie::analysis {
@@ -89,10 +90,12 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
                 "record the trace with ProfilerActivity.CUDA, or widen --categories / the "
                 "--start-pct/--end-pct window");
   }
+  magpie_phase::mark("ranks analysed");
   merge_ranks(result);
   gpu::EnvironmentRequest env;
   env.gpu_indices = std::vector<int>{};  // a trace analysis runs on the CPU
   result.environment = gpu::capture_environment(env);
+  magpie_phase::mark("gap result ready");
   return result;
 }
 

@@ -91,9 +91,27 @@ const CollectiveArgs* EventTable::collective_of(uint32_t row) const {
   return it != collectives.end() && it->row == row ? &*it : nullptr;
 }
 
-void EventTable::append(const EventTable& other, const std::vector<StringId>& remap) {
+uint32_t OpDetailIndex::add(EventTable& table, const OpDetailKey& key) {
+  auto [it, fresh] = rows_.try_emplace(key, static_cast<uint32_t>(table.op_details.size()));
+  if (fresh) table.op_details.push_back({key.dims, key.type, key.concrete, key.strides, {}});
+  return it->second;
+}
+
+void EventTable::append(const EventTable& other, const std::vector<StringId>& remap, OpDetailIndex* ops) {
   const size_t kernel_base = kernel_details.size();
   const size_t op_base = op_details.size();
+  // Where each of `other`'s argument sets lands in this table.
+  std::vector<uint32_t> op_row(other.op_details.size());
+  for (size_t i = 0; i < other.op_details.size(); ++i) {
+    const OpDetail& o = other.op_details[i];
+    OpDetailKey key{remap[o.input_dims], remap[o.input_type], remap[o.concrete_inputs], remap[o.input_strides]};
+    if (ops) {
+      op_row[i] = ops->add(*this, key);
+    } else {
+      op_row[i] = static_cast<uint32_t>(op_base + i);
+      op_details.push_back({key.dims, key.type, key.concrete, key.strides, o.args});
+    }
+  }
   append_column(ts_ns, other.ts_ns);
   append_column(dur_ns, other.dur_ns);
   append_column(category, other.category);
@@ -113,7 +131,7 @@ void EventTable::append(const EventTable& other, const std::vector<StringId>& re
     } else if (is_gpu_activity(other.category[i]) || is_launch_api(other.category[i])) {
       detail.push_back(static_cast<uint32_t>(kernel_base + d));
     } else {
-      detail.push_back(static_cast<uint32_t>(op_base + d));
+      detail.push_back(op_row[d]);
     }
   }
   for (KernelDetail k : other.kernel_details) {
@@ -128,13 +146,6 @@ void EventTable::append(const EventTable& other, const std::vector<StringId>& re
     c.dtype = remap[c.dtype];
     c.group = remap[c.group];
     collectives.push_back(c);
-  }
-  for (OpDetail o : other.op_details) {
-    o.input_dims = remap[o.input_dims];
-    o.input_type = remap[o.input_type];
-    o.concrete_inputs = remap[o.concrete_inputs];
-    o.input_strides = remap[o.input_strides];
-    op_details.push_back(o);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/op_args.hpp"
@@ -89,6 +90,33 @@ struct CollectiveArgs {
   int32_t group_size = -1;            // "Group size"
 };
 
+// The four interned texts of an argument set: equal ids are equal strings.
+struct OpDetailKey {
+  StringId dims, type, concrete, strides;
+  bool operator==(const OpDetailKey&) const = default;
+};
+struct OpDetailKeyHash {
+  size_t operator()(const OpDetailKey& k) const noexcept {
+    uint64_t h = (uint64_t{k.dims} << 32 | k.type) * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t{k.concrete} << 32 | k.strides) + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+struct EventTable;
+
+// One op_details entry per distinct argument set while a table is built:
+// ~150 thousand ops share a few hundred sets, and an entry per op cost more
+// memory (and page faults) than the rest of an op's row.
+class OpDetailIndex {
+ public:
+  // The row of `key`'s entry in `table.op_details`, appended when new.
+  uint32_t add(EventTable& table, const OpDetailKey& key);
+
+ private:
+  std::unordered_map<OpDetailKey, uint32_t, OpDetailKeyHash> rows_;
+};
+
 struct EventTable {
   std::vector<int64_t> ts_ns;
   std::vector<int64_t> dur_ns;  // 0 when absent
@@ -117,8 +145,9 @@ struct EventTable {
   size_t size() const { return ts_ns.size(); }
   int64_t end_ns(size_t row) const { return ts_ns[row] + dur_ns[row]; }
   void reserve(size_t n);
-  // Appends `other`, translating its string ids through `remap`.
-  void append(const EventTable& other, const std::vector<StringId>& remap);
+  // Appends `other`, translating its string ids through `remap`. With `ops`,
+  // `other`'s argument sets join this table's through it (equal sets, one entry).
+  void append(const EventTable& other, const std::vector<StringId>& remap, OpDetailIndex* ops = nullptr);
 };
 
 inline int64_t encode_string_id(StringId id) { return -1 - static_cast<int64_t>(id); }

@@ -19,6 +19,7 @@ namespace magpie::trace {
 struct ChunkOutput {
   StringPool strings;
   EventTable events;
+  OpDetailIndex op_index;  // the chunk's distinct argument sets
   std::vector<FlowEvent> flows;
   KinetoNames names;
   IngestStats stats;
@@ -33,6 +34,29 @@ struct ChunkOutput {
 // caller may then drop the region's text.
 void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out,
                  const std::function<void()>& copied = {});
+
+// Chunk tables folded, in chunk order, into one trace's tables (strings
+// re-interned, argument sets joined); each chunk's memory is freed as it is
+// folded in, so the streaming reader can fold chunks while others still parse.
+class ChunkMerge {
+ public:
+  void reserve(size_t rows);
+  void add(ChunkOutput&& chunk);
+
+ private:
+  friend Trace assemble_kineto(Trace top, ChunkMerge&& merged, const EventArrayLocation& where);
+  Trace trace_;  // strings, events, flows and stats only
+  KinetoNames names_;
+  OpDetailIndex op_index_;
+};
+
+// The fields around the event array (devices, rank, base time) of `text`.
+Trace read_top_level(std::string_view text, const EventArrayLocation& where, size_t close,
+                     const std::string& origin);
+
+// The trace: `top`'s fields with the merged tables; parses the argument sets,
+// applies the metadata names, and rejects an event array with no object in it.
+Trace assemble_kineto(Trace top, ChunkMerge&& merged, const EventArrayLocation& where);
 
 // Redoes the plan exactly when a fast cut failed (or throws the JSON error),
 // then merges the chunks. `owned`, when given, holds `text` and is released as

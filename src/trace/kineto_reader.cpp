@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/phase_times.hpp"
 #include "trace/json_chunker.hpp"
 #include "trace/kineto_chunks.hpp"
 #include "trace/kineto_metadata.hpp"
@@ -381,9 +382,8 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
     t.kernel_details.push_back(k);
   } else if (!gpu && !is_launch_api(cat) &&
              !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
-    detail = static_cast<uint32_t>(t.op_details.size());
-    t.op_details.push_back({out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
-                            out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides), {}});
+    detail = out.op_index.add(t, {out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
+                                  out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides)});
   }
   t.detail.push_back(detail);
 }
@@ -524,42 +524,66 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
     }
   }
 
-  Trace trace;
-  trace.path = origin;
-  trace.format = TraceFormat::kKineto;
-  trace.stats.raw_bytes = text.size();
-  read_kineto_top_level(text, where, plan.close, origin, trace);
+  Trace top = read_top_level(text, where, plan.close, origin);
+  // The JSON text and the merged tables are never in memory together.
   if (owned) *owned = PaddedBuffer{};
+  ChunkMerge merged;
   size_t total = 0;
   for (const auto& o : outputs) total += o.events.size();
-  trace.events.reserve(total);
-  KinetoNames names;
-  [[maybe_unused]] size_t merged = 0;
-  for (auto& o : outputs) {
-    std::vector<StringId> remap(o.strings.size());
-    for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace.strings.intern(o.strings.view(id));
-    trace.events.append(o.events, remap);
-    for (FlowEvent f : o.flows) {
-      f.pid = remap_thread_key(f.pid, remap);
-      f.tid = remap_thread_key(f.tid, remap);
-      trace.flows.push_back(f);
-    }
-    names.merge(o.names, remap);
-    auto& s = trace.stats;
-    s.events_seen += o.stats.events_seen;
-    s.python_function_skipped += o.stats.python_function_skipped;
-    s.metadata_events += o.stats.metadata_events;
-    s.malformed_events += o.stats.malformed_events;
-    s.non_object_events += o.stats.non_object_events;
-    s.invalid_utf8_chunks += o.stats.invalid_utf8_chunks;
-    o = ChunkOutput{};  // release the chunk's memory as soon as it is merged
-#ifdef __GLIBC__
-    // The chunk tables are many small blocks in the parser threads' malloc
-    // arenas: freed, they stay resident unless trimmed, and the merged table
-    // would sit on top of all of them (the ingest's peak memory).
-    if (++merged % 16 == 0) malloc_trim(0);
-#endif
+  merged.reserve(total);
+  for (auto& o : outputs) merged.add(std::move(o));
+  outputs.clear();
+  return assemble_kineto(std::move(top), std::move(merged), where);
+}
+
+Trace read_top_level(std::string_view text, const EventArrayLocation& where, size_t close,
+                     const std::string& origin) {
+  Trace top;
+  top.path = origin;
+  top.format = TraceFormat::kKineto;
+  top.stats.raw_bytes = text.size();
+  read_kineto_top_level(text, where, close, origin, top);
+  return top;
+}
+
+void ChunkMerge::reserve(size_t rows) { trace_.events.reserve(rows); }
+
+void ChunkMerge::add(ChunkOutput&& o) {
+  std::vector<StringId> remap(o.strings.size());
+  for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace_.strings.intern(o.strings.view(id));
+  trace_.events.append(o.events, remap, &op_index_);
+  for (FlowEvent f : o.flows) {
+    f.pid = remap_thread_key(f.pid, remap);
+    f.tid = remap_thread_key(f.tid, remap);
+    trace_.flows.push_back(f);
   }
+  names_.merge(o.names, remap);
+  auto& s = trace_.stats;
+  s.events_seen += o.stats.events_seen;
+  s.python_function_skipped += o.stats.python_function_skipped;
+  s.metadata_events += o.stats.metadata_events;
+  s.malformed_events += o.stats.malformed_events;
+  s.non_object_events += o.stats.non_object_events;
+  s.invalid_utf8_chunks += o.stats.invalid_utf8_chunks;
+  o = ChunkOutput{};  // the chunk's memory goes back for the next chunks
+}
+
+Trace assemble_kineto(Trace top, ChunkMerge&& merged, const EventArrayLocation& where) {
+  Trace trace = std::move(top);
+  const std::string& origin = trace.path;
+  const size_t raw_bytes = trace.stats.raw_bytes;
+  trace.strings = std::move(merged.trace_.strings);
+  trace.events = std::move(merged.trace_.events);
+  trace.flows = std::move(merged.trace_.flows);
+  trace.stats = merged.trace_.stats;
+  trace.stats.raw_bytes = raw_bytes;
+  KinetoNames names = std::move(merged.names_);
+  merged = ChunkMerge{};
+#ifdef __GLIBC__
+  // The chunk tables were many small blocks in the parser threads' arenas:
+  // hand what they left back to the kernel.
+  malloc_trim(0);
+#endif
   trace.stats.events_kept = trace.events.size();
   index_op_arguments(trace.events, trace.strings);
   // A JSON array with no object in it (HTA's memory_timeline.raw is
@@ -575,6 +599,7 @@ Trace finish_kineto(std::string_view text, const EventArrayLocation& where, Chun
                 "tensorboard_trace_handler), or pass a rocprofv3 JSON/CSV");
   }
   names.apply(trace);
+  magpie_phase::mark("op args indexed");
   if (trace.stats.invalid_utf8_chunks) {
     trace.warnings.push_back(
         "invalid UTF-8 in event text: the bad bytes were replaced by '?' so the events are kept");

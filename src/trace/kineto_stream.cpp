@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "core/phase_times.hpp"
 #include "trace/kineto_chunks.hpp"
 
 namespace magpie::trace {
@@ -38,6 +39,8 @@ class ChunkQueue {
       queue_.push_back({out, region, ends_.size()});
       ends_.push_back(end);
       copied_.push_back(false);
+      chunks_.push_back(out);
+      parsed_.push_back(false);
     }
     ready_.notify_one();
   }
@@ -47,6 +50,30 @@ class ChunkQueue {
       closed_ = true;
     }
     ready_.notify_all();
+    merge_ready_.notify_all();
+  }
+  void abort_merge() {
+    {
+      std::lock_guard lock(mutex_);
+      merge_aborted_ = true;
+    }
+    merge_ready_.notify_all();
+  }
+  // Folds parsed chunks into `merged` in chunk order as they complete, until
+  // every chunk is folded, one failed (the caller then starts over), or abort_merge().
+  void merge_all(ChunkMerge& merged) {
+    while (merge_next(merged, true)) {
+    }
+  }
+  // Folds the chunks parsed by now, without waiting (no worker threads).
+  void merge_parsed(ChunkMerge& merged) {
+    while (merge_next(merged, false)) {
+    }
+  }
+  // True when every chunk was folded in (none failed, none left).
+  bool merged_all() {
+    std::lock_guard lock(mutex_);
+    return !merge_broken_ && !merge_aborted_ && merged_ == parsed_.size();
   }
   // Parses chunks until the queue is closed and empty.
   void work(bool include_python) {
@@ -82,7 +109,32 @@ class ChunkQueue {
     } catch (...) {
       std::lock_guard lock(mutex_);
       if (!error_) error_ = std::current_exception();
+      merge_aborted_ = true;
     }
+    {
+      std::lock_guard lock(mutex_);
+      parsed_[job.index] = true;
+    }
+    merge_ready_.notify_all();
+    return true;
+  }
+  bool merge_next(ChunkMerge& merged, bool wait) {
+    ChunkOutput* out = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      auto can_go = [&] { return merged_ < parsed_.size() && parsed_[merged_]; };
+      auto done = [&] { return merge_aborted_ || merge_broken_ || (closed_ && merged_ == parsed_.size()); };
+      if (wait) merge_ready_.wait(lock, [&] { return can_go() || done(); });
+      if (merge_aborted_ || merge_broken_ || !can_go()) return false;
+      out = chunks_[merged_];
+      if (out->failed) {
+        merge_broken_ = true;
+        return false;
+      }
+    }
+    merged.add(std::move(*out));
+    std::lock_guard lock(mutex_);
+    ++merged_;
     return true;
   }
   void copied(size_t index) {
@@ -106,6 +158,31 @@ class ChunkQueue {
   size_t frontier_ = 0;  // chunks before it have all been copied
   bool closed_ = false;
   std::exception_ptr error_;
+  // Folding, in chunk order: every chunk's output, whether it is parsed, and
+  // how many are folded into the merge so far.
+  std::condition_variable merge_ready_;
+  std::vector<ChunkOutput*> chunks_;
+  std::vector<bool> parsed_;
+  size_t merged_ = 0;
+  bool merge_broken_ = false;
+  bool merge_aborted_ = false;
+};
+
+// The thread that folds parsed chunks into the trace's tables while later
+// chunks are still parsing: chunk tables never pile up (peak memory), and the
+// merge is no longer a serial step after the parse. Joined on every way out.
+struct MergeThread {
+  ChunkQueue& queue;
+  std::thread thread;
+  ~MergeThread() {
+    if (thread.joinable()) {
+      queue.abort_merge();
+      thread.join();
+    }
+  }
+  void join() {
+    if (thread.joinable()) thread.join();
+  }
 };
 
 // Closes the queue and joins the workers on every way out, exceptions included.
@@ -148,16 +225,25 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
   ChunkQueue queue(arriving);
   std::vector<std::unique_ptr<ChunkOutput>> outputs;
   ChunkPlan plan;
+  ChunkMerge merged;
+  // Kineto events average ~330 bytes: room for more rows than come costs
+  // address space only, while growing by doubling copies the columns.
+  merged.reserve(arriving.expected_size() / 200);
   WorkerPool pool{queue, {}};
+  MergeThread merger{queue, {}};
   auto add_chunk = [&](size_t b, size_t e) {
     plan.chunks.emplace_back(b, e);
     outputs.push_back(std::make_unique<ChunkOutput>());
     queue.push(outputs.back().get(), std::string_view(base + b, e - b), e);
-    // With no worker thread the planner parses each chunk itself, so that the
-    // text behind it is released and the producer is never left waiting.
-    if (pool.threads.empty()) queue.drain(options.include_python_functions);
+    // With no worker thread the planner parses and folds each chunk itself, so
+    // that the text behind it is released and the producer is never left waiting.
+    if (pool.threads.empty()) {
+      queue.drain(options.include_python_functions);
+      queue.merge_parsed(merged);
+    }
   };
   for (unsigned t = 1; t < threads; ++t) pool.threads.emplace_back([&] { queue.work(options.include_python_functions); });
+  if (threads > 1) merger.thread = std::thread([&] { queue.merge_all(merged); });
   size_t begin = where.open + 1;
   for (;;) {
     bool final = arriving.stopped();
@@ -172,9 +258,12 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
       break;
     }
   }
+  magpie_phase::mark("inflate finished");
   auto done = arriving.finish();
   if (!done.streamed) {
     pool.join();  // the chunks came from text that turned out not to be the file's
+    queue.abort_merge();
+    merger.join();
     return parse_kineto(std::move(done.text), origin, options);
   }
   // 3. The last stretch holds the array's ']': scanned exactly.
@@ -187,20 +276,29 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
   queue.close();
   queue.work(options.include_python_functions);
   pool.join();
+  magpie_phase::mark("chunks parsed");
+  if (pool.threads.empty()) queue.merge_parsed(merged);
+  merger.join();
   queue.rethrow();
-  if (arriving.released_any() &&
-      (!plan.closed || std::any_of(outputs.begin(), outputs.end(), [](const auto& o) { return o->failed; }))) {
+  const bool all_merged = queue.merged_all();
+  if (arriving.released_any() && (!plan.closed || !all_merged)) {
     // A fast cut was wrong or the JSON is bad: the exact re-plan and the error's
     // offset need the whole text, and part of it is gone. Start over from it.
     outputs.clear();
+    merged = ChunkMerge{};
     return parse_kineto(arriving.reload(), origin, options);
   }
-
-  std::vector<ChunkOutput> parsed;
-  parsed.reserve(outputs.size());
-  for (auto& o : outputs) parsed.push_back(std::move(*o));
+  if (!plan.closed || !all_merged) {
+    // The whole text is here: the exact re-plan (and the error, if the JSON is bad) come from it.
+    outputs.clear();
+    merged = ChunkMerge{};
+    plan.closed = false;
+    return finish_kineto(text, where, std::move(plan), {}, &done.text, origin, options);
+  }
   outputs.clear();
-  return finish_kineto(text, where, std::move(plan), std::move(parsed), &done.text, origin, options);
+  Trace top = read_top_level(text, where, plan.close, origin);
+  done.text = PaddedBuffer{};
+  return assemble_kineto(std::move(top), std::move(merged), where);
 }
 
 }  // namespace magpie::trace

@@ -60,24 +60,12 @@ std::vector<std::string> parse_input_types(std::string_view text) {
 
 void index_op_arguments(EventTable& t, const StringPool& strings) {
   if (t.op_details.empty()) return;
-  // Interned text: equal ids are equal strings, so the four ids are the key.
-  struct Key {
-    StringId dims, type, concrete, strides;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const noexcept {
-      uint64_t h = (uint64_t{k.dims} << 32 | k.type) * 0x9E3779B97F4A7C15ULL;
-      h ^= (uint64_t{k.concrete} << 32 | k.strides) + 0x632BE59BD9B4E019ULL + (h << 6) + (h >> 2);
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<Key, uint32_t, KeyHash> kept_index;
+  std::unordered_map<OpDetailKey, uint32_t, OpDetailKeyHash> kept_index;
   std::vector<OpDetail> kept;
   std::vector<uint32_t> moved_to(t.op_details.size());
   for (size_t i = 0; i < t.op_details.size(); ++i) {
     const OpDetail& o = t.op_details[i];
-    auto [it, fresh] = kept_index.emplace(Key{o.input_dims, o.input_type, o.concrete_inputs, o.input_strides},
+    auto [it, fresh] = kept_index.emplace(OpDetailKey{o.input_dims, o.input_type, o.concrete_inputs, o.input_strides},
                                           static_cast<uint32_t>(kept.size()));
     if (fresh) kept.push_back(o);
     moved_to[i] = it->second;

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/gzip.hpp"
+#include "core/phase_times.hpp"
 #include "core/arriving_text.hpp"
 #include "trace/merged_trace.hpp"
 #include "trace/rocprof_reader.hpp"
@@ -79,7 +80,9 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   } else {
     trace = load_text(text->finish().text, path, options);
   }
+  magpie_phase::mark("kineto returned");
   links_of(trace);  // once, here: every analysis reads them
+  magpie_phase::mark("links built");
   if (file_bytes == 0) file_bytes = trace.stats.raw_bytes;
   trace.path = path.string();
   trace.stats.file_bytes = file_bytes;
