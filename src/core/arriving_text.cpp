@@ -19,6 +19,12 @@ namespace {
 // Output handed to readers per step: small enough that parsing starts early,
 // large enough that the wake-ups cost nothing.
 constexpr size_t kStepBytes = size_t{2} << 20;
+// Pages are recycled in aligned units of this size, so that a unit is always
+// one whole mapping (moved in one piece, or never moved) when it moves again.
+constexpr uintptr_t kRecycleUnit = uintptr_t{2} << 20;
+
+uintptr_t round_up(uintptr_t v, uintptr_t to) { return (v + to - 1) / to * to; }
+uintptr_t round_down(uintptr_t v, uintptr_t to) { return v / to * to; }
 
 uint32_t trailer_size(const PaddedBuffer& gz) {
   uint32_t isize = 0;
@@ -69,9 +75,60 @@ ArrivingText::~ArrivingText() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void ArrivingText::back_ahead(size_t done, size_t step) {
+  const auto base = reinterpret_cast<uintptr_t>(out_.data());
+  // Units nobody has touched yet: past the unit being written now, inside the
+  // buffer. Every recycled unit is placed at once, however far ahead, so the
+  // steps to come find their pages there.
+  (void)step;
+  const uintptr_t want_to = round_down(base + out_.size(), kRecycleUnit);
+  std::vector<std::pair<uintptr_t, uintptr_t>> moves;  // from → to
+  {
+    std::lock_guard lock(mutex_);
+    if (!recycling_) return;
+    uintptr_t at = std::max(backed_to_, round_up(base + done, kRecycleUnit));
+    while (at < want_to && !recycled_.empty()) {
+      moves.emplace_back(recycled_.back(), at);
+      recycled_.pop_back();
+      at += kRecycleUnit;
+    }
+    backed_to_ = std::max(backed_to_, at);
+    window_stats_.units_recycled += moves.size();
+  }
+  for (auto [from, to] : moves) {
+    // Moves the unit's pages (page tables, no copy, no zeroing); `from` stays
+    // mapped and reads as zero, as a dropped page would.
+    void* r = ::mremap(reinterpret_cast<void*>(from), kRecycleUnit, kRecycleUnit,
+                       MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, reinterpret_cast<void*>(to));
+    if (r == MAP_FAILED) {
+      ::madvise(reinterpret_cast<void*>(from), kRecycleUnit, MADV_DONTNEED);
+      std::lock_guard lock(mutex_);
+      recycling_ = false;
+      window_stats_.recycling_failed = true;
+      --window_stats_.units_recycled;
+    }
+  }
+}
+
+ArrivingText::WindowStats ArrivingText::window_stats() {
+  std::lock_guard lock(mutex_);
+  return window_stats_;
+}
+
+void ArrivingText::drop_recycled() {
+  std::vector<uintptr_t> units;
+  {
+    std::lock_guard lock(mutex_);
+    recycling_ = false;
+    units.swap(recycled_);
+  }
+  for (uintptr_t u : units) ::madvise(reinterpret_cast<void*>(u), kRecycleUnit, MADV_DONTNEED);
+}
+
 void ArrivingText::publish(size_t bytes) {
   std::lock_guard lock(mutex_);
   produced_.store(bytes, std::memory_order_release);
+  if (windowed_) window_stats_.max_lead = std::max(window_stats_.max_lead, bytes - std::min(bytes, release_offset_));
   progress_.notify_all();
 }
 
@@ -99,23 +156,34 @@ void ArrivingText::wait_for_room(size_t done) {
 void ArrivingText::release(size_t offset) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const auto base = reinterpret_cast<uintptr_t>(out_.data());
-  uintptr_t from = 0, to = 0;
+  uintptr_t from = 0, to = 0;  // dropped page-wise
+  std::vector<uintptr_t> units;
   {
     std::lock_guard lock(mutex_);
     offset = std::min(offset, produced_.load(std::memory_order_acquire));
     // Without the source a dropped page could never be read again: keep all.
     if (offset <= release_offset_ || source_dropped_) return;
     release_offset_ = offset;
-    // Whole pages only, from the end of the last dropped range.
-    from = std::max<uintptr_t>((base + keep_prefix_ + page - 1) / page * page, dropped_end_);
-    to = (base + offset) / page * page;
-    if (to > from) dropped_end_ = to;
+    const uintptr_t floor = round_up(base + keep_prefix_, page);
+    from = std::max(floor, dropped_end_);
+    to = round_down(base + offset, page);
+    if (recycling_ && !stopped()) {
+      // Whole units wait for the producer to reuse their pages; the stretch
+      // before the first unit boundary is dropped; the part of a unit not yet
+      // released all stays until it is.
+      const uintptr_t first_unit = round_up(floor, kRecycleUnit);
+      uintptr_t u = std::max(first_unit, dropped_end_);
+      for (; u + kRecycleUnit <= to; u += kRecycleUnit) units.push_back(u);
+      recycled_.insert(recycled_.end(), units.begin(), units.end());
+      to = std::min(to, first_unit);
+      dropped_end_ = std::max({dropped_end_, to, units.empty() ? uintptr_t{0} : units.back() + kRecycleUnit});
+    } else if (to > from) {
+      dropped_end_ = to;
+    }
     room_.notify_all();
   }
-  if (to > from) {
-    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
-    released_any_.store(true, std::memory_order_release);
-  }
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  if (to > from || !units.empty()) released_any_.store(true, std::memory_order_release);
 }
 
 void ArrivingText::inflate_all() {
@@ -130,6 +198,7 @@ void ArrivingText::inflate_all() {
   while (clean && st.block_state != ISAL_BLOCK_FINISH) {
     wait_for_room(done);
     size_t step = std::min(kStepBytes, cap - done);
+    back_ahead(done, step);
     st.next_out = reinterpret_cast<uint8_t*>(out_.data() + done);
     st.avail_out = static_cast<uint32_t>(step);
     int rc = isal_inflate(&st);
@@ -140,6 +209,7 @@ void ArrivingText::inflate_all() {
     // the trailer promised: leave the diagnosis to the one-shot path.
     if (rc != ISAL_DECOMP_OK || (got == 0 && st.block_state != ISAL_BLOCK_FINISH)) clean = false;
   }
+  drop_recycled();
   // Trailing bytes mean a second gzip member; a short output means the trailer lied.
   clean_ = clean && st.avail_in == 0 && done == cap;
   // Only the one-shot path needs the gzip bytes again: after a clean inflate,
@@ -158,12 +228,14 @@ void ArrivingText::read_all() {
   size_t done = 0;
   while (done < cap) {
     wait_for_room(done);
+    back_ahead(done, std::min(kStepBytes, cap - done));
     ssize_t n = ::read(fd_, out_.data() + done, std::min(kStepBytes, cap - done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // an error, or the file shrank: the one-shot path says which
     done += static_cast<size_t>(n);
     publish(done);
   }
+  drop_recycled();
   char extra;
   clean_ = done == cap && ::read(fd_, &extra, 1) == 0;  // and it did not grow
 }

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/file_io.hpp"
 
@@ -51,6 +53,14 @@ class ArrivingText {
   // True once the producer has stopped (finished, or given up).
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 
+  // How the window went, for tests and performance work.
+  struct WindowStats {
+    size_t units_recycled = 0;  // units whose pages were moved ahead of the producer
+    size_t max_lead = 0;        // most bytes produced past the released offset
+    bool recycling_failed = false;  // mremap refused (an old kernel): pages were dropped instead
+  };
+  WindowStats window_stats();
+
   // Waits for the producer. `streamed` tells whether the bytes handed out by
   // wait_for are the whole, checked text. When not (a gzip file with several
   // members, damage or a wrong trailer size; a file that changed size) the text
@@ -76,6 +86,10 @@ class ArrivingText {
   // the released ones as the window allows and no reader asks for more.
   void wait_for_room(size_t done);
   void lift_window();
+  // Page recycling: the producer gives the bytes it is about to write in
+  // [done, done + step) pages that release() took from text already read.
+  void back_ahead(size_t done, size_t step);
+  void drop_recycled();  // the producer stopped: recycled pages go back to the kernel
 
   PaddedBuffer compressed_;  // inflate: the gzip bytes
   int fd_ = -1;              // read: the open file
@@ -97,6 +111,14 @@ class ArrivingText {
   bool windowed_ = false;        // set_window was called: pages may be dropped, reload() may follow
   bool source_dropped_ = false;  // the gzip bytes are gone: no page may be dropped
   bool clean_ = false;  // written by the producer before stopped_
+  // Released units of kRecycleUnit bytes (aligned addresses) whose pages are
+  // still resident, waiting for the producer to move them ahead of itself
+  // (mremap): a 220 MB text then costs page faults for a window's worth of
+  // pages, not for all of it. Units below backed_to_ were given pages or written.
+  std::vector<uintptr_t> recycled_;
+  uintptr_t backed_to_ = 0;
+  bool recycling_ = true;  // off after a failed mremap (an old kernel), and once the producer stopped
+  WindowStats window_stats_;
   std::thread thread_;
 };
 

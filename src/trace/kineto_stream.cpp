@@ -52,6 +52,23 @@ class ChunkQueue {
     ready_.notify_all();
     merge_ready_.notify_all();
   }
+  // While `limit` or more chunks wait to be copied, the planner parses them
+  // itself instead of cutting further ahead: a planner that ran ahead of the
+  // workers would ask for text past the window (wait_for lets the producer
+  // past it), and the window would bound nothing.
+  void parse_while_backlog(size_t limit, bool include_python) {
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (ends_.size() - copied_count_ < limit || error_) return;
+        if (queue_.empty()) {  // a worker is copying the last one queued
+          copied_any_.wait(lock, [&] { return ends_.size() - copied_count_ < limit || error_ || !queue_.empty(); });
+          continue;
+        }
+      }
+      run_one(include_python, false);
+    }
+  }
   void abort_merge() {
     {
       std::lock_guard lock(mutex_);
@@ -142,6 +159,8 @@ class ChunkQueue {
     {
       std::lock_guard lock(mutex_);
       copied_[index] = true;
+      ++copied_count_;
+      copied_any_.notify_all();
       while (frontier_ < copied_.size() && copied_[frontier_]) ++frontier_;
       if (frontier_ == 0) return;
       release_to = ends_[frontier_ - 1];
@@ -156,6 +175,8 @@ class ChunkQueue {
   std::vector<size_t> ends_;
   std::vector<bool> copied_;
   size_t frontier_ = 0;  // chunks before it have all been copied
+  size_t copied_count_ = 0;
+  std::condition_variable copied_any_;
   bool closed_ = false;
   std::exception_ptr error_;
   // Folding, in chunk order: every chunk's output, whether it is parsed, and
@@ -245,11 +266,23 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
   for (unsigned t = 1; t < threads; ++t) pool.threads.emplace_back([&] { queue.work(options.include_python_functions); });
   if (threads > 1) merger.thread = std::thread([&] { queue.merge_all(merged); });
   size_t begin = where.open + 1;
+  // Chunks cut but not yet taken by a worker: a quarter of the window's worth.
+  const size_t backlog = options.text_window_bytes > 0
+                             ? std::max<size_t>(4, options.text_window_bytes / std::max<size_t>(target, 1) / 4)
+                             : SIZE_MAX;
+  bool cut_missed = false;
   for (;;) {
+    if (!pool.threads.empty() && backlog != SIZE_MAX)
+      queue.parse_while_backlog(backlog, options.include_python_functions);
     bool final = arriving.stopped();
-    avail = arriving.wait_for(final ? SIZE_MAX : std::max(avail, begin + target) + kLookAhead);
+    // Ask for what the next cut needs; more only when the text in did not hold
+    // a cut (asking past what is in at every turn would let the producer past
+    // the window for good).
+    const size_t need = (cut_missed ? std::max(avail, begin + target) : begin + target) + kLookAhead;
+    avail = arriving.wait_for(final ? SIZE_MAX : need);
     std::string_view text(base, avail);
     size_t cut = begin + target < avail ? next_fast_cut(text, begin + target) : std::string_view::npos;
+    cut_missed = cut == std::string_view::npos;
     if (cut != std::string_view::npos) {
       add_chunk(begin, chunk_end_before(text, begin, cut));
       begin = cut;
