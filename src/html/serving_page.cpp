@@ -169,7 +169,8 @@ std::optional<Section> gpu_monitor_section(const json& block, const fs::path& wo
   for (const auto& w : throttle.value("warnings", json::array()))
     if (w.is_string()) warnings.push_back("GPU monitor: " + w.get<std::string>());
   if (throttle.is_object() && !throttle.empty() && !throttle.value("reasons_reported", true))
-    warnings.push_back("GPU monitor: the driver reports no clocks event reasons; throttling was not checked");
+    warnings.push_back(
+        "GPU monitor: the driver reports no clocks event reasons; throttling was not checked");
   return s;
 }
 

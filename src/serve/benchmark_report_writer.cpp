@@ -160,10 +160,9 @@ json selection_json(const GpuSelection& s) {
 std::string throttle_text(const gpu::ThrottleWindow& w) {
   if (!w.reasons_reported)
     return "  note: the driver reports no clocks event reasons; throttling was not checked\n";
-  const std::string head =
-      fmt::format("  Throttling {} ({:.1f}-{:.1f} s, {} span{}):",
-                  w.marked ? "while measuring" : "during the run", w.from_s, w.to_s,
-                  w.spans.size(), w.spans.size() == 1 ? "" : "s");
+  const std::string head = fmt::format("  Throttling {} ({:.1f}-{:.1f} s, {} span{}):",
+                                       w.marked ? "while measuring" : "during the run", w.from_s,
+                                       w.to_s, w.spans.size(), w.spans.size() == 1 ? "" : "s");
   auto lines = gpu::throttle_warnings(w);
   if (lines.empty()) return head + " none\n";
   std::string out = head + "\n";

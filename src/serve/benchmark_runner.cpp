@@ -656,8 +656,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
     start_monitor();
-    CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok,
-               monitor ? &*monitor : nullptr)
+    CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok, monitor ? &*monitor : nullptr)
         .run(model_field);
   } catch (const Error& e) {
     report.errors.push_back(

@@ -160,7 +160,7 @@ TEST(GpuMonitor, EachBeginOpensASpanAndAnOpenOneEndsAtTheLastSample) {
   EXPECT_GE(s.throttle.spans[1].second, s.throttle.spans[1].first);
   EXPECT_DOUBLE_EQ(s.throttle.to_s, s.throttle.spans[1].second);
   ASSERT_EQ(s.throttle.gpus.size(), 1u);
-  EXPECT_GE(s.throttle.gpus[0].samples, 3u);  // begin, end, begin
+  EXPECT_GE(s.throttle.gpus[0].samples, 3u);    // begin, end, begin
   EXPECT_EQ(s.throttle.gpus[0].throttled, 0u);  // the stand-in is idle (gpu_idle is not throttling)
   fs::remove(csv);
 }

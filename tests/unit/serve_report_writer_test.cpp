@@ -231,9 +231,11 @@ TEST(BenchmarkReportWriter, GpuMonitorThrottleBlockIsTheKernelReportsBlock) {
             0u)
       << t["warnings"][0];
   auto text = summary_text(r);
-  EXPECT_NE(text.find("  Throttling while measuring (1.0-5.0 s, 2 spans):\n    GPU 0 (NVIDIA H200): clocks "
-                      "lowered in 2 of 4 samples while measuring (sw_power_cap 2)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "  Throttling while measuring (1.0-5.0 s, 2 spans):\n    GPU 0 (NVIDIA H200): clocks "
+          "lowered in 2 of 4 samples while measuring (sw_power_cap 2)"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("GPU 1 (NVIDIA H200): clocks lowered"), std::string::npos) << text;
 }
