@@ -6,8 +6,12 @@
 # GPU the driver lists was sampled, several times, and each sample carries
 # utilization, memory used, power, SM clock and temperature, with values in a
 # plausible range (SM clock within the GPU's max, temperature 1-120 C, power
-# above 0). Prints the block; exits 1 on any failed check, 2 when it cannot run,
-# and 0 with a SKIP line on a machine without an NVIDIA GPU.
+# above 0). The block's `throttle` part is checked too: the window is the
+# measured requests (one span, after the warm-ups), the driver reports clocks
+# event reasons, and its per-GPU counts agree with the CSV rows inside the span;
+# a GPU throttled while measuring must be a report warning and a `warning:`
+# line on stderr. Prints the block; exits 1 on any failed check, 2 when it
+# cannot run, and 0 with a SKIP line on a machine without an NVIDIA GPU.
 #
 # Usage: examples/gpu/validate_gpu_monitor.sh path/to/magpie
 #   (from the checkout: it needs tests/e2e/timed_stream_server.py beside it)
@@ -63,12 +67,14 @@ python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["gpu_
   "$ws/benchmark_report.json"
 sed -n '/^GPU monitor:/,/^$/p' "$ws/summary.txt"
 
-python3 - "$ws" "$work/gpu_info.json" <<'PY'
+python3 - "$ws" "$work/gpu_info.json" "$work/stderr.txt" <<'PY'
 import csv, json, sys
 from pathlib import Path
 
 ws, info = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
-block = json.loads((ws / "benchmark_report.json").read_text())["gpu_monitor"]
+stderr = Path(sys.argv[3]).read_text()
+report = json.loads((ws / "benchmark_report.json").read_text())
+block = report["gpu_monitor"]
 problems = []
 def need(ok, what):
     if not ok:
@@ -95,6 +101,31 @@ if block and block.get("available"):
     rows = list(csv.reader((ws / "gpu_monitor.csv").open()))
     need(rows and rows[0][:2] == ["timestamp_s", "gpu"], "gpu_monitor.csv header")
     need(len(rows) - 1 == sum(g["samples"] for g in block["gpus"]), "gpu_monitor.csv rows != samples")
+    # Throttling while measuring: one span (one case), judged over the CSV rows inside it.
+    t = block.get("throttle") or {}
+    need(t.get("window") == "measuring", f"throttle window {t.get('window')!r}, not the measured requests")
+    spans = t.get("spans") or []
+    need(len(spans) == 1 and 0 < spans[0][0] <= spans[0][1], f"throttle spans {spans}: want one, after the warm-ups")
+    need(t.get("reasons_reported") is True, "the driver reported no clocks event reasons (NVML >= 535 on an H200 does)")
+    lowering = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+    header = rows[0] if rows else []
+    if len(spans) == 1 and "clocks_event_reasons" in header:
+        lo, hi = spans[0][0] - 0.0005, spans[0][1] + 0.0005  # the CSV's times have 3 decimals
+        it, ig, ir = header.index("timestamp_s"), header.index("gpu"), header.index("clocks_event_reasons")
+        for g in t.get("gpus", []):
+            inside = [r for r in rows[1:] if int(r[ig]) == g["index"] and lo <= float(r[it]) <= hi and r[ir]]
+            throttled = [r for r in inside if lowering & set(r[ir].split("|"))]
+            need(g["samples"] == len(inside) and g["samples"] >= 2,
+                 f"GPU {g['index']}: {g['samples']} samples in the throttle window, the CSV has {len(inside)} (want >= 2)")
+            need(g["throttled_samples"] == len(throttled),
+                 f"GPU {g['index']}: {g['throttled_samples']} throttled samples, the CSV has {len(throttled)}")
+    for w in t.get("warnings", []):
+        need("gpu_monitor: " + w in report["warnings"], f"throttle warning not in the report's warnings: {w}")
+        need("warning: gpu_monitor: " + w in stderr, f"throttle warning not on stderr: {w}")
+    need(t.get("throttled") == bool(t.get("warnings")), "throttled and warnings disagree")
+    summary = (ws / "summary.txt").read_text()
+    need("  Throttling while measuring (" in summary, "summary.txt has no throttle line")
+    print(f"throttle: window {spans}, throttled: {t.get('throttled')}; {'; '.join(t.get('warnings', [])) or 'no warning'}")
 for p in problems:
     print("FAIL:", p)
 print("gpu_monitor: OK" if not problems else f"gpu_monitor: {len(problems)} problem(s)")

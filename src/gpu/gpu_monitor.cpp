@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
@@ -75,13 +74,26 @@ std::vector<GpuFieldSummary> summarize_gpu_samples(
 ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
                                const std::vector<std::pair<int, std::string>>& names, double from_s,
                                double to_s) {
+  return find_throttling(rows, names, {{from_s, to_s}});
+}
+
+ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
+                               const std::vector<std::pair<int, std::string>>& names,
+                               const std::vector<std::pair<double, double>>& spans) {
   ThrottleWindow w;
-  w.from_s = from_s;
-  w.to_s = to_s;
+  w.spans = spans;
+  if (!spans.empty()) {
+    w.from_s = spans.front().first;
+    w.to_s = spans.back().second;
+  }
+  auto measuring = [&spans](double t) {
+    return std::any_of(spans.begin(), spans.end(),
+                       [t](const auto& s) { return t >= s.first && t <= s.second; });
+  };
   std::map<int, ThrottleFinding> by_gpu;
   for (const auto& [index, name] : names) by_gpu[index].index = index, by_gpu[index].name = name;
   for (const auto& row : rows) {
-    if (row.t_s < from_s || row.t_s > to_s || !row.sample.clocks_event_reasons) continue;
+    if (!measuring(row.t_s) || !row.sample.clocks_event_reasons) continue;
     w.reasons_reported = true;
     auto& g = by_gpu[row.sample.index];
     g.index = row.sample.index;
@@ -165,13 +177,14 @@ void GpuMonitor::sample_now() {
 }
 
 void GpuMonitor::measuring_begin() {
-  measuring_from_ = now_s();
+  measuring_spans_.emplace_back(now_s(), std::nullopt);
   sample_now();
 }
 
 void GpuMonitor::measuring_end() {
+  if (measuring_spans_.empty() || measuring_spans_.back().second) return;  // no open span
   sample_now();
-  measuring_to_ = now_s();
+  measuring_spans_.back().second = now_s();
 }
 
 void GpuMonitor::loop() {
@@ -224,12 +237,13 @@ GpuMonitorSummary GpuMonitor::finish() {
   std::stable_sort(rows_.begin(), rows_.end(),
                    [](const GpuSampleRow& a, const GpuSampleRow& b) { return a.t_s < b.t_s; });
   s.gpus = summarize_gpu_samples(rows_, sampler_.devices());
-  const bool marked = measuring_from_.has_value();
-  s.throttle = find_throttling(
-      rows_, sampler_.devices(), marked ? *measuring_from_ : 0.0,
-      marked && measuring_to_ ? *measuring_to_ : std::numeric_limits<double>::infinity());
+  const double last_t = rows_.empty() ? 0.0 : rows_.back().t_s;
+  const bool marked = !measuring_spans_.empty();
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& [from, to] : measuring_spans_) spans.emplace_back(from, to.value_or(last_t));
+  if (!marked) spans.emplace_back(0.0, last_t);  // the whole run
+  s.throttle = find_throttling(rows_, sampler_.devices(), spans);
   s.throttle.marked = marked;
-  if (!marked) s.throttle.to_s = rows_.empty() ? 0.0 : rows_.back().t_s;
   write_file_atomic(csv_path_, gpu_samples_csv(rows_));
   s.csv_path = csv_path_;
   return s;

@@ -59,7 +59,10 @@ struct ThrottleFinding {
 
 struct ThrottleWindow {
   bool marked = false;  // false: measuring_begin/end never called; the whole run counts
-  double from_s = 0, to_s = 0;
+  double from_s = 0, to_s = 0;  // first span's start, last span's end
+  // The measuring spans, in order: one for analyze/compare, one per case of a
+  // serving sweep (each case's warm-ups and set-up fall between them).
+  std::vector<std::pair<double, double>> spans;
   bool reasons_reported = false;      // the driver reports clocks event reasons at all
   std::vector<ThrottleFinding> gpus;  // every sampled GPU, throttled or not
   bool any() const {
@@ -95,6 +98,11 @@ std::vector<GpuFieldSummary> summarize_gpu_samples(
 ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
                                const std::vector<std::pair<int, std::string>>& names, double from_s,
                                double to_s);
+// Pure: the same over several [from, to] spans (ordered, not overlapping);
+// a sample counts once, in the span that holds it.
+ThrottleWindow find_throttling(const std::vector<GpuSampleRow>& rows,
+                               const std::vector<std::pair<int, std::string>>& names,
+                               const std::vector<std::pair<double, double>>& spans);
 
 // gpu_monitor.csv's text for these rows (empty cell = field not reported;
 // clocks_event_reasons as names joined by '|', "none" for no reason).
@@ -109,9 +117,11 @@ class GpuMonitor {
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;
 
-  // The measuring window (timing rounds): each takes a sample at once, so a
-  // window shorter than the interval still has samples; throttle reasons are
-  // judged over it. Without them, over the whole run.
+  // The measuring window (timing rounds; a serving case's measured requests):
+  // each takes a sample at once, so a window shorter than the interval still
+  // has samples; throttle reasons are judged over it. Called again, a new span
+  // opens (a sweep's next case); a span never ended lasts to the last sample.
+  // Without them, over the whole run. From one thread (the one that calls finish).
   void measuring_begin();
   void measuring_end();
 
@@ -129,7 +139,7 @@ class GpuMonitor {
   std::vector<GpuSampleRow> rows_;
   size_t rounds_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-  std::optional<double> measuring_from_, measuring_to_;
+  std::vector<std::pair<double, std::optional<double>>> measuring_spans_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -26,6 +26,9 @@ json gpu_selection_json(const GpuSelectionRecord& r) {
 
 namespace {
 
+// `throttle`: the window (measuring spans, or the whole run when none was
+// marked), whether the driver reports clocks event reasons at all, per GPU the
+// samples in the window, those throttled and by which reasons, and the warnings.
 json throttle_json(const ThrottleWindow& w) {
   json gpus = json::array();
   for (const auto& g : w.gpus)
@@ -34,9 +37,12 @@ json throttle_json(const ThrottleWindow& w) {
                     {"samples", g.samples},
                     {"throttled_samples", g.throttled},
                     {"reasons", g.reasons}});
+  json spans = json::array();
+  for (const auto& [from, to] : w.spans) spans.push_back({from, to});
   return {{"window", w.marked ? "measuring" : "whole run"},
           {"from_s", w.from_s},
           {"to_s", w.to_s},
+          {"spans", spans},
           {"reasons_reported", w.reasons_reported},
           {"throttled", w.any()},
           {"gpus", gpus},

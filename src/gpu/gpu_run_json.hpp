@@ -1,8 +1,10 @@
 #pragma once
 // The report blocks for gpu_selection and gpu_monitor as the kernel reports
-// (analyze_report.json, compare_report.json) write them; same shapes as the
-// serving report's `config.gpu_selection` and `gpu_monitor`, plus the record of
-// a selection that could not be applied and the throttle findings.
+// (analyze_report.json, compare_report.json) write them; same shape as the
+// serving report's `config.gpu_selection`, plus the record of a selection that
+// could not be applied. monitor_summary_json is the one writer of the
+// `gpu_monitor` block, throttle findings included, for kernel and serving
+// reports alike.
 #include <nlohmann/json.hpp>
 
 #include "gpu/gpu_monitor.hpp"

@@ -164,6 +164,13 @@ std::optional<Section> gpu_monitor_section(const json& block, const fs::path& wo
   s.tables.push_back(std::move(t));
   for (const auto& n : block.value("notes", json::array()))
     if (n.is_string()) warnings.push_back("GPU monitor: " + n.get<std::string>());
+  // The throttle findings over the measuring window, as the report's warnings say them.
+  const json throttle = block.value("throttle", json::object());
+  for (const auto& w : throttle.value("warnings", json::array()))
+    if (w.is_string()) warnings.push_back("GPU monitor: " + w.get<std::string>());
+  if (throttle.is_object() && !throttle.empty() && !throttle.value("reasons_reported", true))
+    warnings.push_back(
+        "GPU monitor: the driver reports no clocks event reasons; throttling was not checked");
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/file_io.hpp"
+#include "gpu/gpu_run_json.hpp"
 
 namespace magpie::serve {
 
@@ -154,6 +155,21 @@ json selection_json(const GpuSelection& s) {
           {"reason", s.reason}};
 }
 
+// summary.txt's throttle lines: the findings over the measuring window, or
+// why there are none (the report's warnings carry the same throttled lines).
+std::string throttle_text(const gpu::ThrottleWindow& w) {
+  if (!w.reasons_reported)
+    return "  note: the driver reports no clocks event reasons; throttling was not checked\n";
+  const std::string head = fmt::format("  Throttling {} ({:.1f}-{:.1f} s, {} span{}):",
+                                       w.marked ? "while measuring" : "during the run", w.from_s,
+                                       w.to_s, w.spans.size(), w.spans.size() == 1 ? "" : "s");
+  auto lines = gpu::throttle_warnings(w);
+  if (lines.empty()) return head + " none\n";
+  std::string out = head + "\n";
+  for (const auto& line : lines) out += "    " + line + "\n";
+  return out;
+}
+
 }  // namespace
 
 json throughput_json(const ServingMetrics& m) {
@@ -173,26 +189,6 @@ json latency_json(const ServingMetrics& m) {
           {"tpot", stats_block(m.tpot)},
           {"itl", stats_block(m.itl)},
           {"e2el", stats_block(m.e2el)}};
-}
-
-json gpu_monitor_json(const GpuMonitorSummary& s) {
-  if (!s.available)
-    return {{"enabled", true}, {"available", false}, {"reason", s.reason}, {"notes", s.notes}};
-  json gpus = json::array();
-  for (const auto& g : s.gpus) {
-    json fields = json::object();
-    for (const auto& [name, r] : g.fields)
-      fields[name] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}, {"samples", r.count}};
-    gpus.push_back(
-        {{"index", g.index}, {"name", g.name}, {"samples", g.samples}, {"fields", fields}});
-  }
-  return {{"enabled", true},
-          {"available", true},
-          {"interval_sec", s.interval_s},
-          {"samples", s.samples},
-          {"csv_path", s.csv_path.string()},
-          {"gpus", gpus},
-          {"notes", s.notes}};
 }
 
 json report_json(const BenchmarkReport& r) {
@@ -248,7 +244,8 @@ json report_json(const BenchmarkReport& r) {
   if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
   if (r.tracelens) j["tracelens_analysis"] = tracelens_json(*r.tracelens);
   j["system_profiler"] = r.system_profiler ? system_profiler_json(*r.system_profiler) : json(nullptr);
-  if (r.gpu_monitor) j["gpu_monitor"] = gpu_monitor_json(*r.gpu_monitor);
+  // The kernel reports' writer: one shape of the block, throttle findings included.
+  if (r.gpu_monitor) j["gpu_monitor"] = gpu::monitor_summary_json(*r.gpu_monitor);
   if (r.environment) j["environment"] = gpu::environment_json(*r.environment);
   return j;
 }
@@ -308,6 +305,7 @@ std::string summary_text(const BenchmarkReport& r) {
                          range("power_w", " W"), range("sm_clock_mhz", " MHz"),
                          range("temperature_c", " C"));
     }
+    if (g.available) out += throttle_text(g.throttle);
   }
   if (r.system_profiler) {
     const auto& sp = *r.system_profiler;

@@ -24,7 +24,4 @@ void write_report_files(const BenchmarkReport& report, const std::filesystem::pa
 nlohmann::json throughput_json(const ServingMetrics& m);
 nlohmann::json latency_json(const ServingMetrics& m);
 
-// The `gpu_monitor` block.
-nlohmann::json gpu_monitor_json(const GpuMonitorSummary& summary);
-
 }  // namespace magpie::serve

@@ -327,15 +327,18 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
 // what is made of its traces.
 class CaseRunner {
  public:
+  // `monitor` (null: gpu_monitor off) gets each case's measured requests as a measuring span.
   CaseRunner(const BenchmarkConfig& c, const RunContext& ctx, const RunStop& stop,
-             EngineServer& server, BenchmarkReport& report, bool& complete, bool& any_case_ok)
+             EngineServer& server, BenchmarkReport& report, bool& complete, bool& any_case_ok,
+             GpuMonitor* monitor)
       : c_(c),
         ctx_(ctx),
         stop_(stop),
         server_(server),
         report_(report),
         complete_(complete),
-        any_case_ok_(any_case_ok) {}
+        any_case_ok_(any_case_ok),
+        monitor_(monitor) {}
 
   void run(const std::string& model_field) {
     const auto& endpoint = server_.plan().endpoint;
@@ -378,11 +381,19 @@ class CaseRunner {
     RequestLog log(case_dir / "requests.jsonl");
     lo.on_record = [&log](const RequestRecord& r) { log.write(r, nullptr); };
     std::string profile_error;
-    if (profile_this) lo.on_measure_start = [&] { profile_error = start_profile(endpoint); };
+    // After the warm-ups, just before the first measured send: the profiler's
+    // POST first, so the GPU monitor's span does not include its wait.
+    lo.on_measure_start = [&] {
+      if (profile_this) profile_error = start_profile(endpoint);
+      if (monitor_) monitor_->measuring_begin();
+    };
     if (ctx_.progress)
       std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
                                cases.size(), w.label(), n, w.concurrency, w.request_rate);
     auto result = run_load(lo);
+    // run_load returns when the last measured request has finished (or the run
+    // was stopped); a case that never reached its measured requests opened no span.
+    if (monitor_) monitor_->measuring_end();
     log.flush();
     if (server_.plan().mode == "endpoint" && !result.server_died && !result.interrupted) {
       // No child to watch: transport failures plus a dead /health mean the
@@ -526,6 +537,7 @@ class CaseRunner {
   BenchmarkReport& report_;
   bool& complete_;
   bool& any_case_ok_;
+  GpuMonitor* monitor_;
   bool profiled_ = false;
 };
 
@@ -644,7 +656,8 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
     start_monitor();
-    CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok).run(model_field);
+    CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok, monitor ? &*monitor : nullptr)
+        .run(model_field);
   } catch (const Error& e) {
     report.errors.push_back(
         stop.timed_out() ? fmt::format("timeout: the run passed timeout_seconds ({:g} s): {}",
@@ -656,6 +669,9 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   if (stop.stopped()) complete = false;
   if (monitor) {
     report.gpu_monitor = monitor->finish();
+    // As analyze/compare: throttling while measuring is a warning (report and console).
+    for (const auto& w : gpu::throttle_warnings(report.gpu_monitor->throttle))
+      report.warnings.push_back("gpu_monitor: " + w);
   } else if (c.gpu_monitor.enabled) {
     GpuMonitorSummary never;
     never.interval_s = c.gpu_monitor.interval_s;

@@ -171,6 +171,48 @@ def test_gpu_monitor_samples_the_stand_in_driver(magpie, tmp_path, stub, fake_dr
     assert rows[0] == ("timestamp_s,gpu,utilization_pct,memory_used_mib,power_w,sm_clock_mhz,temperature_c,"
                        "mem_clock_mhz,clocks_event_reasons")
     assert len(rows) == 1 + 2 * g["samples"]
+    # The measured requests are the window; the stand-in reports gpu_idle only, which is not throttling.
+    t = g["throttle"]
+    assert t["window"] == "measuring" and len(t["spans"]) == 1, t
+    assert t["reasons_reported"] is True and t["throttled"] is False and t["warnings"] == [], t
+    assert [x["throttled_samples"] for x in t["gpus"]] == [0, 0], t
+    assert all(x["samples"] >= 2 for x in t["gpus"]), t  # measuring_begin's and _end's reads at least
+    assert not any(w.startswith("gpu_monitor:") for w in report["warnings"]), report["warnings"]
+    assert "  Throttling while measuring (" in (ws / "summary.txt").read_text()
+
+
+def test_gpu_monitor_throttling_while_measuring_warns(magpie, tmp_path, stub, fake_driver):
+    """A power cap reported by the driver (the stand-in made to report one: a real idle GPU
+    cannot be made to throttle on demand) while a two-case sweep runs: one measuring span per
+    case, after its warm-ups; each GPU's throttled samples a warning in the report and on the
+    console, as analyze and compare do."""
+    cfg = yaml_config(tmp_path, "  sweep_matrix: {cases: [{CONC: 1}, {CONC: 2}]}\n")
+    cfg.write_text(cfg.read_text().replace(
+        "  profiler: {torch_profiler: {enabled: false}}\n",
+        "  profiler:\n    torch_profiler: {enabled: false}\n    gpu_monitor: {enabled: true, interval_sec: 0.05}\n"))
+    env = dict(fake_driver, MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS="0x4")  # sw_power_cap
+    proc, report, ws = run(magpie, ["-b", cfg, "--endpoint", f"http://127.0.0.1:{stub}", "--warmups", "1",
+                                    "--html"], tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # a warning, not a failure
+    assert len(report["cases"]) == 2
+    g = report["gpu_monitor"]
+    t = g["throttle"]
+    assert t["window"] == "measuring" and t["reasons_reported"] and t["throttled"], t
+    spans = t["spans"]
+    assert len(spans) == 2, spans
+    assert spans[0][0] <= spans[0][1] <= spans[1][0] <= spans[1][1], spans
+    assert (t["from_s"], t["to_s"]) == (spans[0][0], spans[1][1])
+    for gpu, whole in zip(t["gpus"], g["gpus"]):
+        assert gpu["throttled_samples"] == gpu["samples"] and gpu["reasons"] == {"sw_power_cap": gpu["samples"]}
+        assert 4 <= gpu["samples"] <= whole["samples"], (gpu, whole)  # each span's begin and end reads
+    warned = [w for w in report["warnings"] if w.startswith("gpu_monitor: GPU ")]
+    assert len(warned) == 2 and all("while measuring (sw_power_cap" in w for w in warned), report["warnings"]
+    assert warned == ["gpu_monitor: " + w for w in t["warnings"]]
+    for w in warned:
+        assert f"warning: {w}" in proc.stderr, proc.stderr
+    summary = (ws / "summary.txt").read_text()
+    assert "  Throttling while measuring (" in summary and "GPU 1 (NVIDIA H200): clocks lowered" in summary, summary
+    assert "GPU 0 (NVIDIA H200): clocks lowered" in (ws / "benchmark_report.html").read_text()
 
 
 # --- gpu_selection -------------------------------------------------------------------

@@ -117,6 +117,54 @@ TEST(GpuMonitor, ThrottlingCountsOnlyLoweringReasonsInsideTheWindow) {
   EXPECT_FALSE(none.any());
 }
 
+TEST(GpuMonitor, SeveralSpansCountOnlyTheSamplesInsideThem) {
+  auto at = [](double t, uint64_t reasons) {
+    GpuSampleRow r;
+    r.t_s = t;
+    r.sample.index = 0;
+    r.sample.clocks_event_reasons = reasons;
+    return r;
+  };
+  // Two serving cases measured over [1, 2] and [4, 5]; the thermal slowdown at
+  // 3.0 falls in the second case's warm-up, between the spans.
+  std::vector<GpuSampleRow> rows{at(0.5, 0x4), at(1.0, 0x0), at(2.0, 0x4), at(3.0, 0x20),
+                                 at(4.0, 0x0), at(4.5, 0x4), at(5.0, 0x0), at(6.0, 0x20)};
+  auto w = find_throttling(rows, {{0, "A"}}, {{1.0, 2.0}, {4.0, 5.0}});
+  EXPECT_DOUBLE_EQ(w.from_s, 1.0);
+  EXPECT_DOUBLE_EQ(w.to_s, 5.0);
+  ASSERT_EQ(w.spans.size(), 2u);
+  ASSERT_EQ(w.gpus.size(), 1u);
+  EXPECT_EQ(w.gpus[0].samples, 5u);
+  EXPECT_EQ(w.gpus[0].throttled, 2u);
+  EXPECT_EQ(w.gpus[0].reasons, (std::map<std::string, size_t>{{"sw_power_cap", 2}}));
+  // The one-span form is the same judgement over [from, to].
+  auto one = find_throttling(rows, {{0, "A"}}, 1.0, 5.0);
+  EXPECT_EQ(one.spans, (std::vector<std::pair<double, double>>{{1.0, 5.0}}));
+  EXPECT_EQ(one.gpus[0].samples, 6u);
+  EXPECT_EQ(one.gpus[0].reasons.at("sw_thermal_slowdown"), 1u);
+}
+
+TEST(GpuMonitor, EachBeginOpensASpanAndAnOpenOneEndsAtTheLastSample) {
+  auto csv = fs::temp_directory_path() / "magpie_gpu_monitor_spans.csv";
+  GpuMonitor m({true, 60.0}, {0}, csv, {MAGPIE_FAKE_NVML_PATH, ""});
+  m.measuring_begin();
+  m.measuring_end();
+  m.measuring_end();  // a second end without a begin changes nothing
+  m.measuring_begin();
+  auto s = m.finish();
+  ASSERT_TRUE(s.available) << s.reason;
+  EXPECT_TRUE(s.throttle.marked);
+  ASSERT_EQ(s.throttle.spans.size(), 2u);
+  EXPECT_LE(s.throttle.spans[0].first, s.throttle.spans[0].second);
+  EXPECT_LE(s.throttle.spans[0].second, s.throttle.spans[1].first);
+  EXPECT_GE(s.throttle.spans[1].second, s.throttle.spans[1].first);
+  EXPECT_DOUBLE_EQ(s.throttle.to_s, s.throttle.spans[1].second);
+  ASSERT_EQ(s.throttle.gpus.size(), 1u);
+  EXPECT_GE(s.throttle.gpus[0].samples, 3u);    // begin, end, begin
+  EXPECT_EQ(s.throttle.gpus[0].throttled, 0u);  // the stand-in is idle (gpu_idle is not throttling)
+  fs::remove(csv);
+}
+
 TEST(GpuMonitor, TheMeasuringWindowHasSamplesEvenWhenShorterThanTheInterval) {
   auto csv = fs::temp_directory_path() / "magpie_gpu_monitor_window.csv";
   ::setenv("MAGPIE_FAKE_NVML_CLOCKS_EVENT_REASONS", "0x4", 1);  // the stand-in reports a power cap

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu/gpu_run_json.hpp"
 #include "jobs/serve_jobs.hpp"
 #include "serve/benchmark_report_writer.hpp"
 #include "store/workspace_import.hpp"
@@ -167,6 +168,103 @@ TEST(BenchmarkReportWriter, GpuMonitorBlock) {
   EXPECT_EQ(j["gpus"][0]["fields"]["sm_clock_mhz"]["max"], 1980);
   EXPECT_FALSE(j["gpus"][0]["fields"].contains("power_w"));  // not reported, not zero
   EXPECT_NE(summary_text(r).find("GPU 1 (min/mean/max): utilization_pct n/a"), std::string::npos);
+}
+
+// A monitor summary of two GPUs measured over two sweep cases: GPU 0 power-capped
+// in 2 of its 4 samples while measuring, GPU 1 never throttled.
+GpuMonitorSummary a_throttled_run() {
+  std::vector<GpuSampleRow> rows;
+  auto at = [&rows](double t, int gpu, uint64_t reasons) {
+    GpuSampleRow r;
+    r.t_s = t;
+    r.sample.index = gpu;
+    r.sample.sm_clock_mhz = reasons & gpu::kThrottleReasonMask ? 1400 : 1980;
+    r.sample.clocks_event_reasons = reasons;
+    rows.push_back(r);
+  };
+  for (int gpu : {0, 1}) {
+    at(0.0, gpu, 0x1);                   // before: idle
+    at(1.0, gpu, gpu == 0 ? 0x4 : 0x0);  // case 1
+    at(2.0, gpu, 0x0);
+    at(3.0, gpu, gpu == 0 ? 0x4 : 0x0);  // case 2's warm-up: outside the spans
+    at(4.0, gpu, gpu == 0 ? 0x4 : 0x0);  // case 2
+    at(5.0, gpu, 0x0);
+  }
+  const std::vector<std::pair<int, std::string>> names{{0, "NVIDIA H200"}, {1, "NVIDIA H200"}};
+  GpuMonitorSummary s;
+  s.available = true;
+  s.interval_s = 1.0;
+  s.samples = 6;
+  s.csv_path = "/ws/gpu_monitor.csv";
+  s.gpus = gpu::summarize_gpu_samples(rows, names);
+  s.throttle = gpu::find_throttling(rows, names, {{1.0, 2.0}, {4.0, 5.0}});
+  s.throttle.marked = true;
+  return s;
+}
+
+TEST(BenchmarkReportWriter, GpuMonitorThrottleBlockIsTheKernelReportsBlock) {
+  auto r = a_report();
+  r.gpu_monitor = a_throttled_run();
+  json j = report_json(r)["gpu_monitor"];
+  // One writer for analyze, compare and benchmark reports.
+  EXPECT_EQ(j, gpu::monitor_summary_json(*r.gpu_monitor));
+  const json& t = j.at("throttle");
+  EXPECT_EQ(t["window"], "measuring");
+  EXPECT_EQ(t["from_s"], 1.0);
+  EXPECT_EQ(t["to_s"], 5.0);
+  EXPECT_EQ(t["spans"], json::parse("[[1.0, 2.0], [4.0, 5.0]]"));
+  EXPECT_EQ(t["reasons_reported"], true);
+  EXPECT_EQ(t["throttled"], true);
+  ASSERT_EQ(t["gpus"].size(), 2u);
+  EXPECT_EQ(t["gpus"][0]["index"], 0);
+  EXPECT_EQ(t["gpus"][0]["samples"], 4);
+  EXPECT_EQ(t["gpus"][0]["throttled_samples"], 2);  // 3.0 is between the spans
+  EXPECT_EQ(t["gpus"][0]["reasons"], json({{"sw_power_cap", 2}}));
+  EXPECT_EQ(t["gpus"][1]["samples"], 4);
+  EXPECT_EQ(t["gpus"][1]["throttled_samples"], 0);
+  EXPECT_EQ(t["gpus"][1]["reasons"], json::object());
+  ASSERT_EQ(t["warnings"].size(), 1u);
+  EXPECT_EQ(t["warnings"][0].get<std::string>().rfind(
+                "GPU 0 (NVIDIA H200): clocks lowered in 2 of 4 samples while measuring "
+                "(sw_power_cap 2)",
+                0),
+            0u)
+      << t["warnings"][0];
+  auto text = summary_text(r);
+  EXPECT_NE(
+      text.find(
+          "  Throttling while measuring (1.0-5.0 s, 2 spans):\n    GPU 0 (NVIDIA H200): clocks "
+          "lowered in 2 of 4 samples while measuring (sw_power_cap 2)"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("GPU 1 (NVIDIA H200): clocks lowered"), std::string::npos) << text;
+}
+
+TEST(BenchmarkReportWriter, GpuMonitorWithoutThrottlingOrWithoutReasonsSaysSo) {
+  auto r = a_report();
+  auto s = a_throttled_run();
+  s.throttle.gpus.erase(s.throttle.gpus.begin());  // only the GPU that kept its clocks
+  r.gpu_monitor = s;
+  json t = report_json(r)["gpu_monitor"]["throttle"];
+  EXPECT_EQ(t["throttled"], false);
+  EXPECT_TRUE(t["warnings"].empty());
+  EXPECT_NE(summary_text(r).find("  Throttling while measuring (1.0-5.0 s, 2 spans): none\n"),
+            std::string::npos)
+      << summary_text(r);
+
+  // A driver without nvmlDeviceGetCurrentClocksEventReasons: no verdict either way.
+  std::vector<GpuSampleRow> rows(3);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].t_s = static_cast<double>(i);
+  s.throttle = gpu::find_throttling(rows, {{0, "NVIDIA H200"}}, {{0.0, 2.0}});
+  s.throttle.marked = true;
+  r.gpu_monitor = s;
+  t = report_json(r)["gpu_monitor"]["throttle"];
+  EXPECT_EQ(t["reasons_reported"], false);
+  EXPECT_EQ(t["throttled"], false);
+  EXPECT_NE(summary_text(r).find(
+                "  note: the driver reports no clocks event reasons; throttling was not checked\n"),
+            std::string::npos)
+      << summary_text(r);
 }
 
 TEST(BenchmarkReportWriter, StoreReadsTheSameFiguresFromTypesAndFromTheFile) {
