@@ -7,6 +7,7 @@ sample, a TraceFuse merge of HTA's two ranks, a headless-Chromium trace; its
 README says how each was cut) and tests/data/public_traces. Expected values
 are read from the traces here with json and gzip, not taken from magpie.
 """
+import csv
 import gzip
 import json
 import shutil
@@ -199,3 +200,44 @@ def test_own_category_list_is_matched_over_every_event(magpie, tmp_path):
     expected = sum(e.get("dur", 0) for e in events(trace) if "mtia_ccp_events" in str(e.get("cat", "")).lower())
     report = json.loads((tmp_path / "own" / "gap_analysis" / "gap_analysis.json").read_text())
     assert report["total_duration_us"] == pytest.approx(expected, rel=1e-6)
+
+
+SYMM_MEM = REPO_ROOT / "tests" / "data" / "h200_symm_mem" / "symm_mem_allreduce.json.gz"
+
+
+def test_non_nccl_communication_kernels_are_communication(magpie, tmp_path):
+    """PyTorch's symmetric-memory all-reduce kernels (one-shot and two-shot,
+    recorded on the H200: docs/GPU_VALIDATION.md run 9) are communication in
+    gap analysis, in the timeline's exposed communication and in the
+    collective report, although no NCCL name or collective args mark them."""
+    evs = events(SYMM_MEM)
+    comm = [e for e in evs if e.get("cat") == "kernel" and "all_reduce_kernel" in e["name"]]
+    assert len(comm) == 8 and not any("nccl" in e["name"].lower() for e in comm)
+    comm_us = sum(float(e["dur"]) for e in comm)
+    # Every kernel runs on one stream, so none overlaps another: all of it is exposed.
+    streams = {e["args"].get("stream") for e in evs if e.get("cat") == "kernel"}
+    assert len(streams) == 1
+
+    d = folder(tmp_path, "in", {SYMM_MEM.name: SYMM_MEM})
+    r = run(magpie, "gap", d, tmp_path / "gap")
+    assert r.returncode == 0, r.stderr
+
+    rows = list(csv.DictReader(open(tmp_path / "gap" / "gap_analysis" / "gap_analysis.csv")))
+    cats = {row["Normalized Name"]: row["Category"] for row in rows}
+    assert cats["one_shot_all_reduce_kernel"] == "communication"
+    assert cats["two_shot_all_reduce_kernel_inplace"] == "communication"
+    gap = json.loads((tmp_path / "gap" / "gap_analysis" / "gap_analysis.json").read_text())
+    timeline = gap["ranks"][0]["timeline"]
+    exposed = timeline["exposed_communication_us"]
+    assert abs(float(exposed) - comm_us) < 1e-3, (timeline, comm_us)
+
+    r = run(magpie, "pytorch", SYMM_MEM, tmp_path / "pt")
+    assert r.returncode == 0, r.stderr
+    tl = {row["type"]: float(row["time ms"]) for row in
+          csv.DictReader(open(tmp_path / "pt" / "tracelens" / "rank0" / "gpu_timeline.csv"))}
+    assert abs(tl["exposed_comm_time"] * 1000 - comm_us) < 1e-3
+    ranks = list(csv.DictReader(open(tmp_path / "pt" / "tracelens" / "collective_report" / "collective_ranks.csv")))
+    assert int(ranks[0]["collectives"]) == 8
+    assert abs(float(ranks[0]["communication_time_us"]) - comm_us) < 1e-3
+    # Their sizes are not recorded: said, not guessed.
+    assert "no message size" in r.stderr
