@@ -146,8 +146,14 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     if (it == parsed.end()) it = parsed.emplace(id, sources::parse_kernel_name(trace.str(id))).first;
     return it->second;
   };
-  std::unordered_map<StringId, std::string> shape_text;  // Input Dims id → formatted
   std::unordered_map<StringId, size_t> index_of;
+  // Per kernel while the rows go by, keyed by interned ids (no string built
+  // per call): launching op name → calls, and Input Dims texts, first seen first.
+  struct Pending {
+    std::unordered_map<StringId, size_t> ops;
+    std::vector<StringId> dims;
+  };
+  std::vector<Pending> pending;
   std::vector<Interval> comp, comm, copies;
 
   for (size_t r = 0; r < t.size(); ++r) {
@@ -168,8 +174,10 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     if (fresh) {
       result.kernels.emplace_back();
       result.kernels.back().name = std::string(trace.name(r));
+      pending.emplace_back();
     }
     KernelStats& ks = result.kernels[it->second];
+    Pending& pk = pending[it->second];
     double us = static_cast<double>(t.dur_ns[r]) * 1e-3;
     ++ks.calls;
     ks.total_us += us;
@@ -177,17 +185,25 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     if (trace::is_gpu_activity(t.category[r])) {
       int32_t op = trace::launching_op(trace, links, r);
       if (op >= 0) {
-        ++ks.launching_ops[std::string(trace.name(static_cast<size_t>(op)))];
+        ++pk.ops[t.name[static_cast<size_t>(op)]];
         uint32_t d = t.detail[static_cast<size_t>(op)];
         if (d != trace::kNoDetail && links.op_by_external_id_row[r] == op) {
           StringId dims = t.op_details[d].input_dims;
-          auto [s, new_dims] = shape_text.emplace(dims, std::string{});
-          if (new_dims) s->second = format_input_dims(trace.str(dims));
-          if (!s->second.empty() && ks.shapes.size() < 10 &&
-              std::find(ks.shapes.begin(), ks.shapes.end(), s->second) == ks.shapes.end())
-            ks.shapes.push_back(s->second);
+          if (std::find(pk.dims.begin(), pk.dims.end(), dims) == pk.dims.end()) pk.dims.push_back(dims);
         }
       }
+    }
+  }
+  std::unordered_map<StringId, std::string> shape_text;  // Input Dims id → formatted
+  for (size_t k = 0; k < result.kernels.size(); ++k) {
+    KernelStats& ks = result.kernels[k];
+    for (const auto& [name, calls] : pending[k].ops) ks.launching_ops[std::string(trace.str(name))] += calls;
+    for (StringId dims : pending[k].dims) {
+      auto [s, new_dims] = shape_text.emplace(dims, std::string{});
+      if (new_dims) s->second = format_input_dims(trace.str(dims));
+      if (!s->second.empty() && ks.shapes.size() < 10 &&
+          std::find(ks.shapes.begin(), ks.shapes.end(), s->second) == ks.shapes.end())
+        ks.shapes.push_back(s->second);
     }
   }
   for (const auto& k : result.kernels) result.total_duration_us += k.total_us;

@@ -313,5 +313,64 @@ TEST(KinetoReader, IdsOfEveryShapeKeepTheirIdentity) {
   }
 }
 
+// The op tree's parents do not depend on how a thread's ops are ordered in
+// the file: one ascending run (a profiler writes ops in time order), several
+// runs (cycles or copies one after another: merged), and a shuffle (many runs:
+// sorted outright) give the same tree, equal to the innermost enclosing op
+// found by brute force. Equal starts: the longer op is the parent.
+TEST(KinetoReader, OpTreeIsTheSameForAnyOrderOfAThreadsOps) {
+  struct Op {
+    int64_t ts, dur;
+  };
+  std::vector<Op> ops;
+  for (int64_t copy = 0; copy < 5; ++copy) {  // five copies of a nested step
+    int64_t base = copy * 1000;
+    for (Op o : {Op{0, 100}, Op{0, 40}, Op{10, 20}, Op{12, 5}, Op{50, 30}, Op{55, 10}, Op{90, 5}})
+      ops.push_back({base + o.ts, o.dur});
+  }
+  auto json_of = [&](const std::vector<size_t>& order) {
+    std::string j = R"({"traceEvents": [)";
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Op& o = ops[order[k]];
+      if (k) j += ',';
+      j += R"({"ph":"X","cat":"cpu_op","name":"op)" + std::to_string(order[k]) + R"(","pid":1,"tid":2,"ts":)" +
+           std::to_string(o.ts) + R"(,"dur":)" + std::to_string(o.dur) + "}";
+    }
+    return j + "]}";
+  };
+  // Brute force: the shortest op that contains this one and starts no later
+  // (on equal start and length, the one written first is the parent).
+  auto expected_parent = [&](size_t i) -> int64_t {
+    int64_t best = -1;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (k == i) continue;
+      bool contains = ops[k].ts <= ops[i].ts && ops[k].ts + ops[k].dur >= ops[i].ts + ops[i].dur;
+      bool outer = ops[k].ts < ops[i].ts || ops[k].dur > ops[i].dur;
+      if (!contains || !outer) continue;
+      if (best < 0 || ops[k].dur < ops[static_cast<size_t>(best)].dur) best = static_cast<int64_t>(k);
+    }
+    return best;
+  };
+  std::vector<size_t> in_order(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) in_order[i] = i;
+  std::vector<size_t> copies_reversed;  // five runs, the later copies first
+  for (int64_t copy = 4; copy >= 0; --copy)
+    for (size_t i = 0; i < 7; ++i) copies_reversed.push_back(static_cast<size_t>(copy) * 7 + i);
+  std::vector<size_t> shuffled = in_order;
+  for (size_t i = 0; i < shuffled.size(); ++i) std::swap(shuffled[i], shuffled[(i * 17 + 5) % shuffled.size()]);
+  for (const auto& order : {in_order, copies_reversed, shuffled}) {
+    Trace t = parse(json_of(order), 1 << 20);
+    TraceLinks links = link_trace(t);
+    ASSERT_EQ(t.events.size(), ops.size());
+    for (size_t r = 0; r < t.events.size(); ++r) {
+      size_t op = std::stoul(std::string(t.name(r)).substr(2));
+      int64_t want = expected_parent(op);
+      int32_t got = links.parent[r];
+      std::string got_name = got < 0 ? "none" : std::string(t.name(static_cast<size_t>(got)));
+      EXPECT_EQ(got_name, want < 0 ? "none" : "op" + std::to_string(want)) << "op" << op;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace magpie::trace
