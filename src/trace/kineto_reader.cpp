@@ -550,7 +550,8 @@ void ChunkMerge::reserve(size_t rows) { trace_.events.reserve(rows); }
 
 void ChunkMerge::add(ChunkOutput&& o) {
   std::vector<StringId> remap(o.strings.size());
-  for (StringId id = 0; id < o.strings.size(); ++id) remap[id] = trace_.strings.intern(o.strings.view(id));
+  for (StringId id = 0; id < o.strings.size(); ++id)
+    remap[id] = trace_.strings.intern(o.strings.view(id), o.strings.hash_of(id));
   trace_.events.append(o.events, remap, &op_index_);
   for (FlowEvent f : o.flows) {
     f.pid = remap_thread_key(f.pid, remap);

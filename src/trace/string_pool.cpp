@@ -36,7 +36,10 @@ size_t StringViewHash::operator()(std::string_view s) const noexcept {
   return static_cast<size_t>(h ^ (h >> 32));
 }
 
-StringPool::StringPool() : index_(1024) { views_.emplace_back(); }
+StringPool::StringPool() : index_(1024) {
+  views_.emplace_back();
+  hashes_.push_back(StringViewHash{}(std::string_view{}));
+}
 
 void StringPool::grow_index() {
   std::vector<Slot> bigger(index_.size() * 2);
@@ -65,7 +68,11 @@ char* StringPool::allocate(size_t n) {
 
 StringId StringPool::intern(std::string_view s) {
   if (s.empty()) return kEmptyString;  // most optional args are absent
-  const uint64_t h = StringViewHash{}(s);
+  return intern(s, StringViewHash{}(s));
+}
+
+StringId StringPool::intern(std::string_view s, uint64_t h) {
+  if (s.empty()) return kEmptyString;
   size_t mask = index_.size() - 1;
   size_t i = h & mask;
   for (; index_[i].id != kNotInterned; i = (i + 1) & mask) {
@@ -75,6 +82,7 @@ StringId StringPool::intern(std::string_view s) {
   std::memcpy(p, s.data(), s.size());
   auto id = static_cast<StringId>(views_.size());
   views_.emplace_back(p, s.size());
+  hashes_.push_back(h);
   index_[i] = {h, id};
   if (views_.size() * 2 > index_.size()) grow_index();  // keeps probes short
   return id;

@@ -28,6 +28,10 @@ class StringPool {
   StringPool& operator=(const StringPool&) = delete;
 
   StringId intern(std::string_view s);
+  // The same, with `s`'s StringViewHash already known (another pool's hash_of):
+  // merging chunk pools into a trace's pool does not hash every string again.
+  StringId intern(std::string_view s, uint64_t hash);
+  uint64_t hash_of(StringId id) const { return hashes_[id]; }
   std::string_view view(StringId id) const { return views_[id]; }
   size_t size() const { return views_.size(); }
   // Returns the id if `s` was interned, else kNotInterned.
@@ -46,6 +50,7 @@ class StringPool {
   };
   std::vector<Slot> index_;
   std::vector<std::string_view> views_;
+  std::vector<uint64_t> hashes_;  // per id
   std::deque<std::unique_ptr<char[]>> blocks_;  // stable storage; views point here
   char* block_cursor_ = nullptr;
   size_t block_left_ = 0;

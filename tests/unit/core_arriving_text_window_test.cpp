@@ -6,9 +6,17 @@
 // failure after a minute rather than left to the ctest timeout: the verdict is
 // "never returned", not a speed.
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -306,6 +314,49 @@ TEST(ArrivingTextWindow, KinetoReaderKeepsTheProducerWithinTheWindow) {
   // and what the planner may ask past the released offset (its backlog of
   // chunks, the chunks being parsed, a look-ahead), under 6.5 MB of a 28 MB text.
   EXPECT_LE(stream->window_stats().max_lead, size_t{13} << 19);
+}
+
+// Where the kernel refuses mremap(MREMAP_DONTUNMAP) (before Linux 5.7, or a
+// sandbox), released pages are dropped as before and every byte still reads
+// as written. The refusal is real: a seccomp filter in a forked child makes
+// the kernel answer EINVAL to mremap calls with that flag (glibc's own mremap
+// for realloc, without it, goes through).
+// In the forked child: the filter, then a windowed read; the exit code says how it went.
+int read_with_page_moves_refused() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[3])),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MREMAP_DONTUNMAP, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EINVAL & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      ::syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+    return 3;
+  constexpr size_t kBig = size_t{4} << 20;
+  const std::string text = sample_text(8 * kBig);
+  auto stream = ArrivingText::inflate(buffer_of(gzip_of(text)), "r.json.gz");
+  stream->set_window(kBig);
+  const char* base = stream->data();
+  bool same = true;
+  for (size_t at = 0; at < text.size(); at += kBig / 8) {
+    size_t n = std::min(text.size(), at + kBig / 8);
+    if (stream->wait_for(n) < n) return 4;
+    same = same && std::memcmp(base + at, text.data() + at, n - at) == 0;
+    stream->release(n);
+  }
+  auto stats = stream->window_stats();
+  auto done = stream->finish();
+  if (!same || !done.streamed) return 5;
+  if (!stats.recycling_failed || stats.units_recycled != 0) return 6;
+  return stream->reload().view() == text ? 0 : 7;
+}
+
+TEST(ArrivingTextWindow, RefusedPageMovesFallBackToDroppingPages) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(read_with_page_moves_refused()), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
