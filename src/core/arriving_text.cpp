@@ -38,6 +38,8 @@ std::unique_ptr<ArrivingText> ArrivingText::inflate(PaddedBuffer compressed, std
   // An implausible trailer sizes nothing: the inflate then runs out of room and
   // the reader falls back to the one-shot path, which grows as it goes.
   t->out_ = PaddedBuffer(plausible_gzip_size(compressed.size(), trailer_size(compressed)));
+  t->data_ = t->out_.data();
+  t->size_ = t->out_.size();
   t->compressed_ = std::move(compressed);
   t->origin_ = std::move(origin);
   t->start(&ArrivingText::inflate_all);
@@ -54,6 +56,8 @@ std::unique_ptr<ArrivingText> ArrivingText::read(const std::filesystem::path& pa
   }
   std::unique_ptr<ArrivingText> t(new ArrivingText);
   t->out_ = PaddedBuffer(static_cast<size_t>(st.st_size));
+  t->data_ = t->out_.data();
+  t->size_ = t->out_.size();
   t->fd_ = fd;
   t->origin_ = path.string();
   t->start(&ArrivingText::read_all);
@@ -76,12 +80,12 @@ ArrivingText::~ArrivingText() {
 }
 
 void ArrivingText::back_ahead(size_t done, size_t step) {
-  const auto base = reinterpret_cast<uintptr_t>(out_.data());
+  const auto base = reinterpret_cast<uintptr_t>(data_);
   // Units nobody has touched yet: past the unit being written now, inside the
   // buffer. Every recycled unit is placed at once, however far ahead, so the
   // steps to come find their pages there.
   (void)step;
-  const uintptr_t want_to = round_down(base + out_.size(), kRecycleUnit);
+  const uintptr_t want_to = round_down(base + size_, kRecycleUnit);
   std::vector<std::pair<uintptr_t, uintptr_t>> moves;  // from → to
   {
     std::lock_guard lock(mutex_);
@@ -128,7 +132,10 @@ void ArrivingText::drop_recycled() {
 void ArrivingText::publish(size_t bytes) {
   std::lock_guard lock(mutex_);
   produced_.store(bytes, std::memory_order_release);
-  if (windowed_) window_stats_.max_lead = std::max(window_stats_.max_lead, bytes - std::min(bytes, release_offset_));
+  // Only steps that began under the window count: what the producer made
+  // before set_window was not bounded by it.
+  if (step_windowed_)
+    window_stats_.max_lead = std::max(window_stats_.max_lead, bytes - std::min(bytes, release_offset_));
   progress_.notify_all();
 }
 
@@ -151,11 +158,12 @@ void ArrivingText::wait_for_room(size_t done) {
   // Every change to these three happens under mutex_ and is followed by a
   // notify of room_, so the producer cannot sleep through one.
   room_.wait(lock, [&] { return window_ == 0 || done < release_offset_ + window_ || done < wanted_; });
+  step_windowed_ = window_ > 0;
 }
 
 void ArrivingText::release(size_t offset) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const auto base = reinterpret_cast<uintptr_t>(out_.data());
+  const auto base = reinterpret_cast<uintptr_t>(data_);
   uintptr_t from = 0, to = 0;  // dropped page-wise
   std::vector<uintptr_t> units;
   {

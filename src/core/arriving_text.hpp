@@ -47,16 +47,16 @@ class ArrivingText {
   // True once release() dropped any page: then finish().text has holes, and a
   // reader that needs the whole text again calls reload().
   bool released_any() const { return released_any_.load(std::memory_order_acquire); }
-  const char* data() const { return out_.data(); }
+  const char* data() const { return data_; }
   // The size the text is expected to reach (the file's, or the gzip trailer's).
-  size_t expected_size() const { return out_.size(); }
+  size_t expected_size() const { return size_; }
   // True once the producer has stopped (finished, or given up).
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 
   // How the window went, for tests and performance work.
   struct WindowStats {
     size_t units_recycled = 0;  // units whose pages were moved ahead of the producer
-    size_t max_lead = 0;        // most bytes produced past the released offset
+    size_t max_lead = 0;        // most bytes past the released offset after a step begun under the window
     bool recycling_failed = false;  // mremap refused (an old kernel): pages were dropped instead
   };
   WindowStats window_stats();
@@ -95,6 +95,10 @@ class ArrivingText {
   int fd_ = -1;              // read: the open file
   std::string origin_;
   PaddedBuffer out_;
+  // out_'s address and size, fixed when it is made: finish() hands out_ to
+  // its caller while readers on other threads may still release() text.
+  char* data_ = nullptr;
+  size_t size_ = 0;
   std::mutex mutex_;
   std::condition_variable progress_;  // producer → readers: bytes arrived, or stopped
   std::condition_variable room_;      // readers → producer: bytes released, or asked for
@@ -119,6 +123,7 @@ class ArrivingText {
   uintptr_t backed_to_ = 0;
   bool recycling_ = true;  // off after a failed mremap (an old kernel), and once the producer stopped
   WindowStats window_stats_;
+  bool step_windowed_ = false;  // the producer's current step began under a window
   std::thread thread_;
 };
 
