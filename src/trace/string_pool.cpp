@@ -28,7 +28,7 @@ size_t StringViewHash::operator()(std::string_view s) const noexcept {
     b = mix(b, load8(p + 8), kMul1);
   }
   uint64_t x = 0, y = 0;
-  std::memcpy(&x, p, n < 8 ? n : 8);
+  if (n > 0) std::memcpy(&x, p, n < 8 ? n : 8);  // an empty view's data() may be null
   if (n > 8) std::memcpy(&y, p + 8, n - 8);
   a = mix(a, x, kMul2);
   b = mix(b, y, kMul1);
@@ -38,7 +38,7 @@ size_t StringViewHash::operator()(std::string_view s) const noexcept {
 
 StringPool::StringPool() : index_(1024) {
   views_.emplace_back();
-  hashes_.push_back(StringViewHash{}(std::string_view{}));
+  hashes_.push_back(0);  // the empty string is never looked up by hash
 }
 
 void StringPool::grow_index() {
