@@ -82,7 +82,11 @@ int main(int argc, char** argv) {
     if (auto code = magpie::app::run_on_ray_if_asked(app, global, argc, argv, verbose)) return *code;
     benchmark.set_globals(global.environment, global.docker_image);
     if (batch.parsed()) return batch.run(global, verbose);
-    if (benchmark.parsed()) return benchmark.run(verbose);
+    if (benchmark.parsed()) {
+      const int code = benchmark.run(verbose);
+      magpie_phase::mark("command returned");
+      return code;
+    }
     if (tracelens.parsed()) return tracelens.run(verbose);
     if (analyze.parsed()) return analyze.run(verbose);
     if (results.parsed()) return results.run(verbose);

@@ -69,6 +69,7 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   std::vector<RankGapResult> ranks(loaded.size());
   parallel_for(loaded.size(), threads, [&](size_t i) {
     ranks[i] = analyze_rank(*loaded[i], options.config);
+    magpie_phase::mark("rank analysed");
     *loaded[i] = trace::Trace{};  // free the tables; the analysis keeps what it needs
   });
   for (auto& r : ranks) {
@@ -92,6 +93,7 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   }
   magpie_phase::mark("ranks analysed");
   merge_ranks(result);
+  magpie_phase::mark("ranks merged");
   gpu::EnvironmentRequest env;
   env.gpu_indices = std::vector<int>{};  // a trace analysis runs on the CPU
   result.environment = gpu::capture_environment(env);

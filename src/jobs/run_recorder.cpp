@@ -1,3 +1,4 @@
+#include "core/phase_times.hpp"
 #include "jobs/run_recorder.hpp"
 
 #include "store/run_environment.hpp"
@@ -28,6 +29,7 @@ void RunRecorder::begin() {
   if (!context_.record) return;
   store_.emplace(start_, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; },
                  context_.store_path);
+  magpie_phase::mark("run recorded as started");
 }
 
 void RunRecorder::workspace(const fs::path& path) {
@@ -46,6 +48,7 @@ void RunRecorder::finish() {
     finish_with_error(*error_);
   } else if (store_) {
     store_->finish(cancelled_ ? store::RunStatus::kCancelled : store::RunStatus::kSucceeded, metrics_);
+    magpie_phase::mark("run recorded as finished");
   }
 }
 

@@ -1,3 +1,4 @@
+#include "core/phase_times.hpp"
 #include "jobs/trace_jobs.hpp"
 
 #include <fmt/format.h>
@@ -62,6 +63,7 @@ GapAnalysisOutcome run_gap_analysis(const GapAnalysisRequest& request, const Job
     out.result = analysis::run_gap_analysis(request.trace_dir, options);
     out.files = analysis::write_gap_reports(out.result, request.output_dir / "gap_analysis",
                                             !request.rank_csv, request.sources);
+    magpie_phase::mark("reports written");
     out.seconds = seconds_since(t0);
     out.run_id = recorder.id();
     recorder.metric("total_duration_us", out.result.total_duration_us);

@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "core/huge_pages.hpp"
+
 namespace magpie::trace {
 
 Category category_from_string(std::string_view cat) {
@@ -63,19 +65,19 @@ std::string_view to_string(Category c) {
 }
 
 void EventTable::reserve(size_t n) {
-  ts_ns.reserve(n);
-  dur_ns.reserve(n);
-  name.reserve(n);
-  cat_name.reserve(n);
-  category.reserve(n);
-  phase.reserve(n);
-  pid.reserve(n);
-  tid.reserve(n);
-  correlation.reserve(n);
-  external_id.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  detail.reserve(n);
+  reserve_huge(ts_ns, n);
+  reserve_huge(dur_ns, n);
+  reserve_huge(name, n);
+  reserve_huge(cat_name, n);
+  reserve_huge(category, n);
+  reserve_huge(phase, n);
+  reserve_huge(pid, n);
+  reserve_huge(tid, n);
+  reserve_huge(correlation, n);
+  reserve_huge(external_id, n);
+  reserve_huge(device, n);
+  reserve_huge(stream, n);
+  reserve_huge(detail, n);
 }
 
 namespace {

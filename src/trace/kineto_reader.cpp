@@ -109,15 +109,31 @@ int64_t value_to_int(od::value v) {
 
 // The key as written. Kineto keys never contain escapes, so the raw text is
 // the key and we skip unescape's copy; a key with a backslash takes the slow path.
+// The closing quote is found 8 bytes at a time (SWAR): every parse buffer has
+// simdjson's padding after the text, so reading past the key stays inside it.
 simdjson::error_code field_key(od::field& field, std::string_view& key) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
   const char* p = field.key().raw();
-  const char* q = p;
-  while (*q != '"' && *q != '\\') ++q;
-  if (*q == '"') {
-    key = std::string_view(p, static_cast<size_t>(q - p));
+  for (size_t i = 0;; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    const uint64_t quote = w ^ (kOnes * '"'), slash = w ^ (kOnes * '\\');
+    // A byte is 0x80 where it was '"' or '\\'; borrows only make bits above the
+    // lowest hit, so the lowest is exact.
+    const uint64_t hit = ((quote - kOnes) & ~quote & kHighs) | ((slash - kOnes) & ~slash & kHighs);
+    if (hit == 0) continue;
+    const size_t at = i + static_cast<size_t>(__builtin_ctzll(hit) >> 3);
+    if (p[at] != '"') break;
+    key = std::string_view(p, at);
     return simdjson::SUCCESS;
   }
   return field.unescaped_key().get(key);
+}
+
+// Key comparison against a literal that inlines to a few integer compares.
+template <size_t N>
+inline bool key_is(std::string_view key, const char (&literal)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
 }
 
 // A string value without copying it when it has no escapes (the common case:
@@ -172,59 +188,96 @@ std::string_view raw_array(od::value v) {
 
 simdjson::error_code read_args(od::object args, RawEvent& ev) {
   for (auto field_result : args) {
-    od::field field;
-    if (auto err = std::move(field_result).get(field)) return err;
+    // Used in place: copying the field out (get()) stored it in parts and
+    // reloaded it whole, a store-forwarding stall that took a quarter of the walk.
+    if (auto err = field_result.error()) return err;
+    od::field& field = field_result.value_unsafe();
     std::string_view key;
     if (auto err = field_key(field, key)) return err;
     od::value v = field.value();
-    if (key == "correlation") {
-      ev.correlation = value_to_int(v);
-    } else if (key == "External id") {
-      ev.external_id = value_to_int(v);
-    } else if (key == "device") {
-      ev.device = value_to_int(v);
-    } else if (key == "stream") {
-      ev.stream = value_to_int(v);
-    } else if (key == "grid") {
-      read_triple(v, ev.kernel.grid, ev.has_kernel_detail);
-    } else if (key == "block") {
-      read_triple(v, ev.kernel.block, ev.has_kernel_detail);
-    } else if (key == "registers per thread") {
-      ev.kernel.registers_per_thread = static_cast<int32_t>(value_to_int(v));
-      ev.has_kernel_detail = true;
-    } else if (key == "shared memory") {
-      ev.kernel.shared_memory = static_cast<int32_t>(value_to_int(v));
-      ev.has_kernel_detail = true;
-    } else if (key == "Input Dims") {
-      ev.input_dims = raw_array(v);
-    } else if (key == "Input type") {
-      ev.input_type = raw_array(v);
-    } else if (key == "Concrete Inputs") {
-      ev.concrete_inputs = raw_array(v);
-    } else if (key == "Input Strides") {
-      ev.input_strides = raw_array(v);
-    } else if (key == "kernel") {
-      if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
-    } else if (key == "Collective name") {
-      if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = ev.has_collective = true;
-    } else if (key == "graph node id" || key == "Graph node id" || key == "graph_node_id") {
-      ev.kernel.graph_node_id = value_to_int(v);
-      ev.has_kernel_detail = ev.kernel.graph_node_id >= 0 || ev.has_kernel_detail;
-    } else if (key == "In msg nelems") {
-      ev.in_nelems = value_to_int(v);
-      ev.has_collective = true;
-    } else if (key == "Out msg nelems") {
-      ev.out_nelems = value_to_int(v);
-      ev.has_collective = true;
-    } else if (key == "Group size") {
-      ev.group_size = value_to_int(v);
-      ev.has_collective = true;
-    } else if (key == "dtype") {
-      if (v.get_string().get(ev.coll_dtype)) ev.coll_dtype = {};
-    } else if (key == "Process Group Name") {
-      if (v.get_string().get(ev.coll_group)) ev.coll_group = {};
-    } else if (key == "name") {
-      if (v.get_string().get(ev.meta_name)) ev.meta_name = {};
+    // By length first: most keys of an args object (queued, context, blocks per
+    // SM, Ev Idx, ...) are not read at all and are told apart in one compare.
+    switch (key.size()) {
+      case 4:
+        if (key_is(key, "grid")) {
+          read_triple(v, ev.kernel.grid, ev.has_kernel_detail);
+        } else if (key_is(key, "name")) {
+          if (v.get_string().get(ev.meta_name)) ev.meta_name = {};
+        }
+        break;
+      case 5:
+        if (key_is(key, "block")) {
+          read_triple(v, ev.kernel.block, ev.has_kernel_detail);
+        } else if (key_is(key, "dtype")) {
+          if (v.get_string().get(ev.coll_dtype)) ev.coll_dtype = {};
+        }
+        break;
+      case 6:
+        if (key_is(key, "device")) {
+          ev.device = value_to_int(v);
+        } else if (key_is(key, "stream")) {
+          ev.stream = value_to_int(v);
+        } else if (key_is(key, "kernel")) {
+          if (!string_value(v, ev.kernel_name)) ev.has_kernel_detail = true;
+        }
+        break;
+      case 10:
+        if (key_is(key, "Input Dims")) {
+          ev.input_dims = raw_array(v);
+        } else if (key_is(key, "Input type")) {
+          ev.input_type = raw_array(v);
+        } else if (key_is(key, "Group size")) {
+          ev.group_size = value_to_int(v);
+          ev.has_collective = true;
+        }
+        break;
+      case 11:
+        if (key_is(key, "correlation")) {
+          ev.correlation = value_to_int(v);
+        } else if (key_is(key, "External id")) {
+          ev.external_id = value_to_int(v);
+        }
+        break;
+      case 13:
+        if (key_is(key, "Input Strides")) {
+          ev.input_strides = raw_array(v);
+        } else if (key_is(key, "shared memory")) {
+          ev.kernel.shared_memory = static_cast<int32_t>(value_to_int(v));
+          ev.has_kernel_detail = true;
+        } else if (key_is(key, "graph node id") || key_is(key, "Graph node id") || key_is(key, "graph_node_id")) {
+          ev.kernel.graph_node_id = value_to_int(v);
+          ev.has_kernel_detail = ev.kernel.graph_node_id >= 0 || ev.has_kernel_detail;
+        } else if (key_is(key, "In msg nelems")) {
+          ev.in_nelems = value_to_int(v);
+          ev.has_collective = true;
+        }
+        break;
+      case 14:
+        if (key_is(key, "Out msg nelems")) {
+          ev.out_nelems = value_to_int(v);
+          ev.has_collective = true;
+        }
+        break;
+      case 15:
+        if (key_is(key, "Concrete Inputs")) {
+          ev.concrete_inputs = raw_array(v);
+        } else if (key_is(key, "Collective name")) {
+          if (!v.get_string().get(ev.collective)) ev.has_kernel_detail = ev.has_collective = true;
+        }
+        break;
+      case 18:
+        if (key_is(key, "Process Group Name")) {
+          if (v.get_string().get(ev.coll_group)) ev.coll_group = {};
+        }
+        break;
+      case 20:
+        if (key_is(key, "registers per thread")) {
+          ev.kernel.registers_per_thread = static_cast<int32_t>(value_to_int(v));
+          ev.has_kernel_detail = true;
+        }
+        break;
+      default:
+        break;
     }
   }
   return simdjson::SUCCESS;
@@ -260,36 +313,50 @@ simdjson::error_code read_pid_tid(od::value v, int64_t& num, std::string_view& s
 simdjson::error_code read_event(od::object obj, bool include_python, RawEvent& ev, bool& keep) {
   keep = true;
   for (auto field_result : obj) {
-    od::field field;
-    if (auto err = std::move(field_result).get(field)) return err;
+    // Used in place: copying the field out (get()) stored it in parts and
+    // reloaded it whole, a store-forwarding stall that took a quarter of the walk.
+    if (auto err = field_result.error()) return err;
+    od::field& field = field_result.value_unsafe();
     std::string_view key;
     if (auto err = field_key(field, key)) return err;
     od::value v = field.value();
-    if (key == "ph") {
-      if (auto err = string_value(v, ev.ph)) return err;
-    } else if (key == "cat") {
-      if (auto err = string_value(v, ev.cat)) return err;
-      if (!include_python && ev.cat == "python_function") {
-        keep = false;
-        return simdjson::SUCCESS;  // the array iterator skips the rest of this object
-      }
-    } else if (key == "name") {
-      if (string_value(v, ev.name)) ev.name = v.raw_json_token();
-    } else if (key == "ts") {
-      ev.ts_tok = v.raw_json_token();
-    } else if (key == "dur") {
-      ev.dur_tok = v.raw_json_token();
-    } else if (key == "pid") {
-      if (auto err = read_pid_tid(v, ev.pid, ev.pid_str, ev.pid_is_text)) return err;
-    } else if (key == "tid") {
-      if (auto err = read_pid_tid(v, ev.tid, ev.tid_str, ev.tid_is_text)) return err;
-    } else if (key == "id") {
-      ev.id = value_to_int(v);
-    } else if (key == "args") {
-      od::object args;
-      if (v.get_object().get(args) == simdjson::SUCCESS) {
-        if (auto err = read_args(args, ev)) return err;
-      }
+    switch (key.size()) {
+      case 2:
+        if (key_is(key, "ph")) {
+          if (auto err = string_value(v, ev.ph)) return err;
+        } else if (key_is(key, "ts")) {
+          ev.ts_tok = v.raw_json_token();
+        } else if (key_is(key, "id")) {
+          ev.id = value_to_int(v);
+        }
+        break;
+      case 3:
+        if (key_is(key, "cat")) {
+          if (auto err = string_value(v, ev.cat)) return err;
+          if (!include_python && ev.cat == "python_function") {
+            keep = false;
+            return simdjson::SUCCESS;  // the array iterator skips the rest of this object
+          }
+        } else if (key_is(key, "dur")) {
+          ev.dur_tok = v.raw_json_token();
+        } else if (key_is(key, "pid")) {
+          if (auto err = read_pid_tid(v, ev.pid, ev.pid_str, ev.pid_is_text)) return err;
+        } else if (key_is(key, "tid")) {
+          if (auto err = read_pid_tid(v, ev.tid, ev.tid_str, ev.tid_is_text)) return err;
+        }
+        break;
+      case 4:
+        if (key_is(key, "name")) {
+          if (string_value(v, ev.name)) ev.name = v.raw_json_token();
+        } else if (key_is(key, "args")) {
+          od::object args;
+          if (v.get_object().get(args) == simdjson::SUCCESS) {
+            if (auto err = read_args(args, ev)) return err;
+          }
+        }
+        break;
+      default:
+        break;
     }
   }
   return simdjson::SUCCESS;

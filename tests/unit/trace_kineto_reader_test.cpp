@@ -128,6 +128,74 @@ TEST(KinetoReader, ReadsColumnsMetadataAndQuirks) {
   EXPECT_EQ(e.phase[nocat], Phase::kInstant);
 }
 
+// Every args key the reader takes, each with a value of its own: the keys are
+// told apart by length first, and a key filed under the wrong length would be
+// skipped silently (the collective sizes once were).
+TEST(KinetoReader, ReadsEveryArgumentKey) {
+  constexpr std::string_view kJson = R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+     "args": {"External id": 11, "device": 2, "stream": 13, "correlation": 14, "grid": [15, 16, 17],
+              "block": [18, 19, 20], "registers per thread": 21, "shared memory": 22, "graph node id": 23,
+              "Collective name": "allreduce", "In msg nelems": 24, "Out msg nelems": 25, "Group size": 26,
+              "dtype": "BFloat16", "Process Group Name": "pg7", "queued": 0, "Ev Idx": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 9, "dur": 1,
+     "args": {"correlation": 14, "kernel": "my_kernel", "Graph node id": 27}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 8, "dur": 1,
+     "args": {"correlation": 15, "graph_node_id": 28, "grid": [1, 1, 1]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 20,
+     "args": {"External id": 11, "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"],
+              "Concrete Inputs": ["", ""], "Input Strides": [[3, 1], [4, 1]]}},
+    {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "worker"}}
+  ]})";
+  Trace t = parse(kJson, 1 << 20);
+  ASSERT_EQ(t.events.size(), 4u);
+  const auto& e = t.events;
+  auto row_of = [&](std::string_view name) {
+    size_t r = 0;
+    while (r < e.size() && t.name(r) != name) ++r;
+    return r;
+  };
+  const size_t k = row_of("ncclDevKernel_AllReduce");
+  ASSERT_LT(k, e.size());
+  EXPECT_EQ(e.external_id[k], 11);
+  EXPECT_EQ(e.device[k], 2);
+  EXPECT_EQ(e.stream[k], 13);
+  EXPECT_EQ(e.correlation[k], 14);
+  ASSERT_NE(e.detail[k], kNoDetail);
+  const KernelDetail& kd = e.kernel_details[e.detail[k]];
+  EXPECT_EQ(kd.grid, (std::array<int32_t, 3>{15, 16, 17}));
+  EXPECT_EQ(kd.block, (std::array<int32_t, 3>{18, 19, 20}));
+  EXPECT_EQ(kd.registers_per_thread, 21);
+  EXPECT_EQ(kd.shared_memory, 22);
+  EXPECT_EQ(kd.graph_node_id, 23);
+  EXPECT_EQ(t.str(kd.collective), "allreduce");
+  const CollectiveArgs* c = e.collective_of(static_cast<uint32_t>(k));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(t.str(c->name), "allreduce");
+  EXPECT_EQ(c->in_nelems, 24);
+  EXPECT_EQ(c->out_nelems, 25);
+  EXPECT_EQ(c->group_size, 26);
+  EXPECT_EQ(t.str(c->dtype), "BFloat16");
+  EXPECT_EQ(t.str(c->group), "pg7");
+
+  const size_t hip = row_of("hipLaunchKernel");
+  ASSERT_NE(e.detail[hip], kNoDetail);
+  EXPECT_EQ(t.str(e.kernel_details[e.detail[hip]].kernel), "my_kernel");
+  EXPECT_EQ(e.kernel_details[e.detail[hip]].graph_node_id, 27);
+  const size_t graph = row_of("cudaGraphLaunch");
+  ASSERT_NE(e.detail[graph], kNoDetail);
+  EXPECT_EQ(e.kernel_details[e.detail[graph]].graph_node_id, 28);
+
+  const size_t mm = row_of("aten::mm");
+  ASSERT_NE(e.detail[mm], kNoDetail);
+  const OpDetail& op = e.op_details[e.detail[mm]];
+  EXPECT_EQ(t.str(op.input_dims), "[[2, 3], [3, 4]]");
+  EXPECT_EQ(t.str(op.input_type), R"(["float", "float"])");
+  EXPECT_EQ(t.str(op.concrete_inputs), R"(["", ""])");
+  EXPECT_EQ(t.str(op.input_strides), "[[3, 1], [4, 1]]");
+  EXPECT_EQ(t.process_names.at(1), "worker");
+}
+
 TEST(KinetoReader, SameResultForEveryChunkSize) {
   Trace a = parse(kSmallTrace, 1);
   Trace b = parse(kSmallTrace, 1 << 20);
