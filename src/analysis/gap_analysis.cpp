@@ -139,18 +139,25 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
   std::vector<bool> keep = category_filter(trace, config);
   const auto min_dur_ns = static_cast<int64_t>(config.min_duration_us * 1000.0);
 
-  // Names are parsed once per distinct string, not per event.
-  std::unordered_map<StringId, sources::KernelName> parsed;
+  // Names are parsed once per distinct string, not per event. Per-string
+  // tables are indexed by the interned id (a large trace has tens of
+  // thousands of strings, and hundreds of thousands of GPU rows look them up).
+  constexpr uint32_t kUnseen = UINT32_MAX;
+  std::vector<uint32_t> parsed_slot(trace.strings.size(), kUnseen);
+  std::vector<sources::KernelName> parsed;
   auto parsed_name = [&](StringId id) -> const sources::KernelName& {
-    auto it = parsed.find(id);
-    if (it == parsed.end()) it = parsed.emplace(id, sources::parse_kernel_name(trace.str(id))).first;
-    return it->second;
+    if (parsed_slot[id] == kUnseen) {
+      parsed_slot[id] = static_cast<uint32_t>(parsed.size());
+      parsed.push_back(sources::parse_kernel_name(trace.str(id)));
+    }
+    return parsed[parsed_slot[id]];
   };
-  std::unordered_map<StringId, size_t> index_of;
+  std::vector<uint32_t> kernel_slot(trace.strings.size(), kUnseen);
   // Per kernel while the rows go by, keyed by interned ids (no string built
-  // per call): launching op name → calls, and Input Dims texts, first seen first.
+  // per call): launching op name → calls (a kernel has a few), and Input Dims
+  // texts, first seen first.
   struct Pending {
-    std::unordered_map<StringId, size_t> ops;
+    std::vector<std::pair<StringId, size_t>> ops;
     std::vector<StringId> dims;
   };
   std::vector<Pending> pending;
@@ -170,14 +177,15 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
       }
     }
     if (!keep[r] || t.dur_ns[r] < min_dur_ns) continue;
-    auto [it, fresh] = index_of.emplace(t.name[r], result.kernels.size());
-    if (fresh) {
+    uint32_t& slot = kernel_slot[t.name[r]];
+    if (slot == kUnseen) {
+      slot = static_cast<uint32_t>(result.kernels.size());
       result.kernels.emplace_back();
       result.kernels.back().name = std::string(trace.name(r));
       pending.emplace_back();
     }
-    KernelStats& ks = result.kernels[it->second];
-    Pending& pk = pending[it->second];
+    KernelStats& ks = result.kernels[slot];
+    Pending& pk = pending[slot];
     double us = static_cast<double>(t.dur_ns[r]) * 1e-3;
     ++ks.calls;
     ks.total_us += us;
@@ -185,7 +193,13 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     if (trace::is_gpu_activity(t.category[r])) {
       int32_t op = trace::launching_op(trace, links, r);
       if (op >= 0) {
-        ++pk.ops[t.name[static_cast<size_t>(op)]];
+        const StringId op_name = t.name[static_cast<size_t>(op)];
+        auto seen = std::find_if(pk.ops.begin(), pk.ops.end(), [&](const auto& e) { return e.first == op_name; });
+        if (seen == pk.ops.end()) {
+          pk.ops.emplace_back(op_name, 1);
+        } else {
+          ++seen->second;
+        }
         uint32_t d = t.detail[static_cast<size_t>(op)];
         if (d != trace::kNoDetail && links.op_by_external_id_row[r] == op) {
           StringId dims = t.op_details[d].input_dims;
