@@ -100,7 +100,10 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
     for (const auto& rank : result.ranks) {
       report::CsvWriter rcsv;
       rcsv.row(kBaseColumns);
-      for (const auto& r : make_rows(rank.kernels, rank.total_duration_us, top_k))
+      // With one rank the merged table is that rank's (merge_ranks keeps its
+      // order): its rows are the ones made above, durations sorted once.
+      const bool only_rank = result.ranks.size() == 1;
+      for (const auto& r : only_rank ? rows : make_rows(rank.kernels, rank.total_duration_us, top_k))
         rcsv.row(base_fields(r));
       // Cycles of one rank get one file each ("gap_analysis_rank0_cycle1.csv"), never one over another.
       auto path = output_dir / fmt::format("gap_analysis_{}.csv", trace::rank_file_label(

@@ -41,7 +41,35 @@ std::unique_ptr<ArrivingText> ArrivingText::inflate(PaddedBuffer compressed, std
   t->data_ = t->out_.data();
   t->size_ = t->out_.size();
   t->compressed_ = std::move(compressed);
+  t->gz_filled_ = t->compressed_.size();
+  t->file_bytes_ = t->compressed_.size();
+  t->inflating_ = true;
   t->origin_ = std::move(origin);
+  t->start(&ArrivingText::inflate_all);
+  return t;
+}
+
+std::unique_ptr<ArrivingText> ArrivingText::open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st{};
+  char magic[2] = {0, 0};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode) ||
+      ::pread(fd, magic, 2, 0) != 2 || !is_gzip(std::string_view(magic, 2))) {
+    if (fd >= 0) ::close(fd);
+    return read(path);  // not gzip (or not a plain file): read as it is, with read()'s errors
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  uint32_t isize = 0;
+  if (size < 18 || ::pread(fd, &isize, 4, static_cast<off_t>(size - 4)) != 4) isize = 0;
+  std::unique_ptr<ArrivingText> t(new ArrivingText);
+  t->out_ = PaddedBuffer(plausible_gzip_size(size, isize));
+  t->data_ = t->out_.data();
+  t->size_ = t->out_.size();
+  t->compressed_ = PaddedBuffer(size);  // filled by the producer as it inflates
+  t->gz_fd_ = fd;
+  t->file_bytes_ = size;
+  t->inflating_ = true;
+  t->origin_ = path.string();
   t->start(&ArrivingText::inflate_all);
   return t;
 }
@@ -77,6 +105,7 @@ ArrivingText::~ArrivingText() {
   lift_window();  // a producer waiting for room would never be joined
   if (thread_.joinable()) thread_.join();
   if (fd_ >= 0) ::close(fd_);
+  if (gz_fd_ >= 0) ::close(gz_fd_);
 }
 
 void ArrivingText::back_ahead(size_t done, size_t step) {
@@ -199,11 +228,25 @@ void ArrivingText::inflate_all() {
   isal_inflate_init(&st);
   st.crc_flag = ISAL_GZIP;  // parse the gzip header and check CRC32 and ISIZE
   st.next_in = reinterpret_cast<uint8_t*>(compressed_.data());
-  st.avail_in = static_cast<uint32_t>(std::min<size_t>(compressed_.size(), UINT32_MAX));
+  st.avail_in = static_cast<uint32_t>(std::min<size_t>(gz_filled_, UINT32_MAX));
   const size_t cap = out_.size();
+  const size_t gz_size = compressed_.size();
   size_t done = 0;
-  bool clean = compressed_.size() >= 18 && compressed_.size() <= UINT32_MAX;
+  bool clean = gz_size >= 18 && gz_size <= UINT32_MAX;
+  bool read_short = false;
   while (clean && st.block_state != ISAL_BLOCK_FINISH) {
+    // open(): keep more compressed bytes in than a step of output can use
+    // (text compresses about 10x), reading the file as the inflate goes.
+    while (gz_fd_ >= 0 && !read_short && gz_filled_ < gz_size && st.avail_in < kStepBytes / 2) {
+      ssize_t n = ::read(gz_fd_, compressed_.data() + gz_filled_, std::min(kStepBytes, gz_size - gz_filled_));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        read_short = true;  // an error, or the file shrank: the one-shot path says which
+        break;
+      }
+      gz_filled_ += static_cast<size_t>(n);
+      st.avail_in += static_cast<uint32_t>(n);
+    }
     wait_for_room(done);
     size_t step = std::min(kStepBytes, cap - done);
     back_ahead(done, step);
@@ -218,8 +261,9 @@ void ArrivingText::inflate_all() {
     if (rc != ISAL_DECOMP_OK || (got == 0 && st.block_state != ISAL_BLOCK_FINISH)) clean = false;
   }
   drop_recycled();
-  // Trailing bytes mean a second gzip member; a short output means the trailer lied.
-  clean_ = clean && st.avail_in == 0 && done == cap;
+  // Trailing bytes mean a second gzip member (also when not read yet); a short
+  // output means the trailer lied.
+  clean_ = clean && st.avail_in == 0 && gz_filled_ == gz_size && !read_short && done == cap;
   // Only the one-shot path needs the gzip bytes again: after a clean inflate,
   // only a reader that drops text as it goes (set_window) may still reload().
   if (clean_) {
@@ -229,6 +273,14 @@ void ArrivingText::inflate_all() {
       source_dropped_ = true;
     }
   }
+}
+
+std::string_view ArrivingText::gzip_bytes() {
+  if (gz_filled_ < compressed_.size()) {
+    compressed_ = read_file(origin_);
+    gz_filled_ = compressed_.size();
+  }
+  return compressed_.view();
 }
 
 void ArrivingText::read_all() {
@@ -268,14 +320,14 @@ ArrivingText::Result ArrivingText::finish() {
   if (clean_) return {std::move(out_), true};
   // out_ stays until destruction: readers may still hold views into it.
   if (fd_ >= 0) return {read_file(origin_), false};
-  return {gunzip(compressed_.view(), origin_), false};
+  return {gunzip(gzip_bytes(), origin_), false};
 }
 
 PaddedBuffer ArrivingText::reload() {
   lift_window();
   if (thread_.joinable()) thread_.join();
   if (fd_ >= 0) return read_file(origin_);
-  return gunzip(compressed_.view(), origin_);
+  return gunzip(gzip_bytes(), origin_);
 }
 
 }  // namespace magpie

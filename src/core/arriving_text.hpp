@@ -24,6 +24,14 @@ class ArrivingText {
   static std::unique_ptr<ArrivingText> inflate(PaddedBuffer compressed, std::string origin);
   // Reads a file; a missing or unreadable file throws here, as read_file does.
   static std::unique_ptr<ArrivingText> read(const std::filesystem::path& path);
+  // A file's text: inflated when the file is gzip (by its magic bytes), the
+  // compressed bytes read by the inflating thread as it goes, so the first text
+  // comes after the first step of the file rather than after all of it; read
+  // as it is otherwise. Errors as read().
+  static std::unique_ptr<ArrivingText> open(const std::filesystem::path& path);
+  // open(): whether the file is gzip, and its size on disk.
+  bool inflating() const { return inflating_; }
+  size_t file_bytes() const { return file_bytes_; }
   ~ArrivingText();
   ArrivingText(const ArrivingText&) = delete;
   ArrivingText& operator=(const ArrivingText&) = delete;
@@ -91,8 +99,16 @@ class ArrivingText {
   void back_ahead(size_t done, size_t step);
   void drop_recycled();  // the producer stopped: recycled pages go back to the kernel
 
+  // The one-shot path's gzip bytes: compressed_, after reading the rest of the
+  // file when the producer stopped before it had read all (only after a join).
+  std::string_view gzip_bytes();
+
   PaddedBuffer compressed_;  // inflate: the gzip bytes
   int fd_ = -1;              // read: the open file
+  int gz_fd_ = -1;           // open() of a gzip file: read by the producer into compressed_
+  size_t gz_filled_ = 0;     // bytes of compressed_ read so far (all of it without gz_fd_)
+  bool inflating_ = false;
+  size_t file_bytes_ = 0;
   std::string origin_;
   PaddedBuffer out_;
   // out_'s address and size, fixed when it is made: finish() hands out_ to

@@ -60,19 +60,8 @@ Trace load_text(PaddedBuffer text, const fs::path& path, const IngestOptions& op
 Trace load_trace(const fs::path& path, const IngestOptions& options) {
   // Kineto JSON is parsed while it arrives (read, or inflated when the file is
   // gzip); anything else waits for the whole text.
-  std::unique_ptr<ArrivingText> text;
-  size_t file_bytes = 0;
-  {
-    auto file = ArrivingText::read(path);
-    std::string_view magic(file->data(), file->wait_for(2));
-    if (is_gzip(magic)) {
-      PaddedBuffer gz = file->finish().text;  // compressed files are small: read them whole
-      file_bytes = gz.size();
-      text = ArrivingText::inflate(std::move(gz), path.string());
-    } else {
-      text = std::move(file);
-    }
-  }
+  std::unique_ptr<ArrivingText> text = ArrivingText::open(path);
+  size_t file_bytes = text->inflating() ? text->file_bytes() : 0;
   std::string_view head(text->data(), std::min<size_t>(text->wait_for(4096), 4096));
   Trace trace;
   if (looks_like_json(head) && !looks_like_rocprof_json(head)) {

@@ -4,6 +4,7 @@
 // reported as before. Real traces from ../shared/traces; gzip files the tests
 // need in other shapes (several members, cut short) are written with zlib.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -169,6 +170,77 @@ TEST(StreamingKineto, TruncatedArrayInAWholeGzipIsReportedAsTruncated) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+fs::path scratch_file(const std::string& name, std::string_view bytes) {
+  fs::path file = fs::temp_directory_path() / ("magpie_open_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return file;
+}
+
+// open() reads a gzip file on the inflating thread as it goes. Random text
+// barely compresses, so its file spans several of the reader's 2 MB reads, and
+// the inflate must wait on, and resume after, every one of them.
+TEST(ArrivingText, OpenInflatesAGzipFileWhileReadingIt) {
+  std::string text;
+  uint64_t x = 88172645463325252ull;
+  while (text.size() < (size_t{7} << 20)) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    text.push_back(static_cast<char>('a' + x % 26));
+  }
+  const std::string gz = gzip_of(text);
+  ASSERT_GT(gz.size(), size_t{4} << 20);
+  fs::path file = scratch_file("random.gz", gz);
+  auto stream = ArrivingText::open(file);
+  EXPECT_TRUE(stream->inflating());
+  EXPECT_EQ(stream->file_bytes(), gz.size());
+  auto done = stream->finish();
+  EXPECT_TRUE(done.streamed);
+  EXPECT_EQ(done.text.view(), text);
+  fs::remove(file);
+
+  // A real trace: the same events as the whole-text path.
+  fs::path h200 = fs::path(MAGPIE_SHARED_TRACES) / kH200;
+  PaddedBuffer h200_gz = read_file(h200);
+  trace::Trace whole = trace::parse_kineto(gunzip(h200_gz.view(), kH200), kH200, {});
+  auto opened = ArrivingText::open(h200);
+  expect_same_trace(whole, trace::parse_kineto(*opened, kH200, {}));
+}
+
+TEST(ArrivingText, OpenFallsBackToTheOneShotPathForOddGzipFiles) {
+  // A second member after the first: the one-shot path joins them.
+  fs::path two = scratch_file("two.gz", gzip_of("{\"traceEvents\": [") + gzip_of("]}"));
+  auto both = ArrivingText::open(two);
+  auto done = both->finish();
+  EXPECT_FALSE(done.streamed);
+  EXPECT_EQ(done.text.view(), "{\"traceEvents\": []}");
+  fs::remove(two);
+  // Cut short: the one-shot path's error, naming the file.
+  std::string gz = gzip_of(std::string(200000, 'x') + "tail");
+  gz.resize(gz.size() / 2);
+  fs::path cut = scratch_file("cut.json.gz", gz);
+  auto stream = ArrivingText::open(cut);
+  try {
+    stream->finish();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(e.what()).find(cut.filename().string()), std::string::npos) << e.what();
+  }
+  fs::remove(cut);
+  // Not gzip: read as it is.
+  fs::path plain = scratch_file("plain.json", "{\"traceEvents\": []}");
+  auto read = ArrivingText::open(plain);
+  EXPECT_FALSE(read->inflating());
+  EXPECT_EQ(read->finish().text.view(), "{\"traceEvents\": []}");
+  fs::remove(plain);
+  // Missing: read()'s error.
+  try {
+    ArrivingText::open("/nonexistent/magpie/trace.json.gz");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   }
 }
 
