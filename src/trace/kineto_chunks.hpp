@@ -3,6 +3,8 @@
 // the reader that works while a gzip stream is still inflating
 // (kineto_stream.cpp) share. Each chunk of the event array is parsed into its
 // own ChunkOutput; finish_kineto merges them into one Trace.
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,10 +18,39 @@
 
 namespace magpie::trace {
 
+// A chunk's argument sets by the raw text that holds them: the stretch from the
+// first of an op's four arrays to the last, and where each array lies in it.
+// Equal text and layout are equal arrays, so an op whose set was seen before
+// costs one hash and one compare instead of four interned strings and a set
+// lookup (a large trace has hundreds of thousands of ops and a few hundred sets).
+class ArgsTextCache {
+ public:
+  static constexpr uint32_t kMiss = UINT32_MAX;
+  // Layout: each array's offset and length in the text (kAbsent when empty).
+  static constexpr uint16_t kAbsent = UINT16_MAX;
+  using Layout = std::array<uint16_t, 8>;
+  // The set's row in the chunk's op_details, or kMiss; `hash` is computed for add().
+  uint32_t find(std::string_view text, const Layout& layout, uint64_t& hash) const;
+  void add(std::string_view text, const Layout& layout, uint64_t hash, uint32_t row);
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    uint32_t row = kMiss;
+    uint32_t text_at = 0;  // in text_
+    uint32_t text_len = 0;
+    Layout layout{};
+  };
+  std::vector<Entry> slots_ = std::vector<Entry>(256);
+  size_t used_ = 0;
+  std::string text_;
+};
+
 struct ChunkOutput {
   StringPool strings;
   EventTable events;
   OpDetailIndex op_index;  // the chunk's distinct argument sets
+  ArgsTextCache args_text;
   std::vector<FlowEvent> flows;
   KinetoNames names;
   IngestStats stats;

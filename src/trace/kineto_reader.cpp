@@ -391,6 +391,39 @@ int64_t thread_key(bool is_text, int64_t num, std::string_view text, StringPool&
   return is_text ? encode_string_id(strings.intern(text)) : num;
 }
 
+// The op's argument set, through the chunk's cache of argument texts. The
+// four arrays are views into one event's text; their stretch and layout key
+// the cache (an event whose arrays lie far apart skips it).
+uint32_t op_detail_of(const RawEvent& ev, ChunkOutput& out) {
+  const std::string_view parts[4] = {ev.input_dims, ev.input_type, ev.concrete_inputs, ev.input_strides};
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  for (std::string_view p : parts) {
+    if (p.empty()) continue;
+    if (!begin || p.data() < begin) begin = p.data();
+    if (!end || p.data() + p.size() > end) end = p.data() + p.size();
+  }
+  const auto intern_all = [&] {
+    return out.op_index.add(out.events, {out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
+                                         out.strings.intern(ev.concrete_inputs),
+                                         out.strings.intern(ev.input_strides)});
+  };
+  if (!begin || end - begin >= ArgsTextCache::kAbsent) return intern_all();
+  ArgsTextCache::Layout layout;
+  for (size_t i = 0; i < 4; ++i) {
+    layout[2 * i] = parts[i].empty() ? ArgsTextCache::kAbsent : static_cast<uint16_t>(parts[i].data() - begin);
+    layout[2 * i + 1] = static_cast<uint16_t>(parts[i].size());
+  }
+  const std::string_view text(begin, static_cast<size_t>(end - begin));
+  uint64_t hash = 0;
+  uint32_t row = out.args_text.find(text, layout, hash);
+  if (row == ArgsTextCache::kMiss) {
+    row = intern_all();
+    out.args_text.add(text, layout, hash, row);
+  }
+  return row;
+}
+
 void commit_event(const RawEvent& ev, ChunkOutput& out) {
   auto& t = out.events;
   if (!ev.ph.empty() && ev.ph[0] == 'M') {
@@ -449,13 +482,45 @@ void commit_event(const RawEvent& ev, ChunkOutput& out) {
     t.kernel_details.push_back(k);
   } else if (!gpu && !is_launch_api(cat) &&
              !(ev.input_dims.empty() && ev.input_type.empty() && ev.concrete_inputs.empty())) {
-    detail = out.op_index.add(t, {out.strings.intern(ev.input_dims), out.strings.intern(ev.input_type),
-                                  out.strings.intern(ev.concrete_inputs), out.strings.intern(ev.input_strides)});
+    detail = op_detail_of(ev, out);
   }
   t.detail.push_back(detail);
 }
 
 }  // namespace
+
+uint32_t ArgsTextCache::find(std::string_view text, const Layout& layout, uint64_t& hash) const {
+  uint64_t h = StringViewHash{}(text);
+  for (uint16_t v : layout) h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+  hash = h ^ (h >> 32);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask; slots_[i].row != kMiss; i = (i + 1) & mask) {
+    const Entry& e = slots_[i];
+    if (e.hash == hash && e.layout == layout && std::string_view(text_.data() + e.text_at, e.text_len) == text)
+      return e.row;
+  }
+  return kMiss;
+}
+
+void ArgsTextCache::add(std::string_view text, const Layout& layout, uint64_t hash, uint32_t row) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    std::vector<Entry> bigger(slots_.size() * 2);
+    const size_t mask = bigger.size() - 1;
+    for (const Entry& e : slots_) {
+      if (e.row == kMiss) continue;
+      size_t i = e.hash & mask;
+      while (bigger[i].row != kMiss) i = (i + 1) & mask;
+      bigger[i] = e;
+    }
+    slots_ = std::move(bigger);
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i].row != kMiss) i = (i + 1) & mask;
+  slots_[i] = {hash, row, static_cast<uint32_t>(text_.size()), static_cast<uint32_t>(text.size()), layout};
+  text_.append(text);
+  ++used_;
+}
 
 // Parses `[` + region + `]` from a private padded copy.
 void parse_chunk(std::string_view region, bool include_python, ChunkOutput& out,

@@ -196,6 +196,43 @@ TEST(KinetoReader, ReadsEveryArgumentKey) {
   EXPECT_EQ(t.process_names.at(1), "worker");
 }
 
+// Ops share one argument-set entry when their arrays are equal, whether the
+// text that holds them is equal (the chunk's text cache) or only the arrays
+// are (keys in another order); different arrays never share one.
+TEST(KinetoReader, EqualArgumentSetsShareOneEntry) {
+  constexpr std::string_view kJson = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+     "args": {"Input Dims": [[2, 3]], "Input type": ["float"], "Concrete Inputs": [""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 1,
+     "args": {"Input Dims": [[2, 3]], "Input type": ["float"], "Concrete Inputs": [""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+     "args": {"Input Dims": [[2, 4]], "Input type": ["float"], "Concrete Inputs": [""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "d", "pid": 1, "tid": 1, "ts": 4, "dur": 1,
+     "args": {"Input type": ["float"], "Input Dims": [[2, 3]], "Concrete Inputs": [""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "e", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+     "args": {"Input Dims": [[2, 3]], "Input type": ["float"], "Concrete Inputs": ["1"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "f", "pid": 1, "tid": 1, "ts": 6, "dur": 1,
+     "args": {"Input Dims": [[2, 3]], "Input type": ["float"]}}
+  ]})";
+  for (size_t chunk : {size_t{1} << 20, size_t{64}}) {
+    Trace t = parse(kJson, chunk);
+    ASSERT_EQ(t.events.size(), 6u);
+    const auto& e = t.events;
+    auto detail = [&](size_t r) { return e.op_details.at(e.detail.at(r)); };
+    auto same = [&](size_t x, size_t y) { return e.detail[x] == e.detail[y]; };
+    EXPECT_TRUE(same(0, 1));
+    EXPECT_TRUE(same(0, 3));
+    EXPECT_FALSE(same(0, 2));
+    EXPECT_FALSE(same(0, 4));
+    EXPECT_FALSE(same(0, 5));
+    EXPECT_EQ(e.op_details.size(), 4u);
+    EXPECT_EQ(t.str(detail(2).input_dims), "[[2, 4]]");
+    EXPECT_EQ(t.str(detail(4).concrete_inputs), R"(["1"])");
+    EXPECT_EQ(t.str(detail(5).concrete_inputs), "");
+    EXPECT_EQ(t.str(detail(3).input_type), R"(["float"])");
+  }
+}
+
 TEST(KinetoReader, SameResultForEveryChunkSize) {
   Trace a = parse(kSmallTrace, 1);
   Trace b = parse(kSmallTrace, 1 << 20);
