@@ -4,7 +4,6 @@
 
 #include <utility>
 
-#include "core/huge_pages.hpp"
 
 namespace magpie::trace {
 
@@ -65,19 +64,19 @@ std::string_view to_string(Category c) {
 }
 
 void EventTable::reserve(size_t n) {
-  reserve_huge(ts_ns, n);
-  reserve_huge(dur_ns, n);
-  reserve_huge(name, n);
-  reserve_huge(cat_name, n);
-  reserve_huge(category, n);
-  reserve_huge(phase, n);
-  reserve_huge(pid, n);
-  reserve_huge(tid, n);
-  reserve_huge(correlation, n);
-  reserve_huge(external_id, n);
-  reserve_huge(device, n);
-  reserve_huge(stream, n);
-  reserve_huge(detail, n);
+  ts_ns.reserve(n);
+  dur_ns.reserve(n);
+  name.reserve(n);
+  cat_name.reserve(n);
+  category.reserve(n);
+  phase.reserve(n);
+  pid.reserve(n);
+  tid.reserve(n);
+  correlation.reserve(n);
+  external_id.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  detail.reserve(n);
 }
 
 namespace {

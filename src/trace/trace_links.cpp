@@ -1,4 +1,3 @@
-#include "core/huge_pages.hpp"
 #include "trace/trace_links.hpp"
 
 #include <algorithm>
@@ -138,10 +137,9 @@ class IdRowIndex {
 TraceLinks link_trace(const Trace& trace) {
   const auto& t = trace.events;
   TraceLinks links;
-  for (auto* column : {&links.launch_of, &links.parent, &links.op_by_external_id_row}) {
-    reserve_huge(*column, t.size());
-    column->assign(t.size(), -1);
-  }
+  links.launch_of.assign(t.size(), -1);
+  links.parent.assign(t.size(), -1);
+  links.op_by_external_id_row.assign(t.size(), -1);
 
   // The CPU-op tree needs nothing from the correlation links: build it on a
   // second thread meanwhile (both are linear passes over large traces).
