@@ -4,7 +4,6 @@
 
 #include <utility>
 
-
 namespace magpie::trace {
 
 Category category_from_string(std::string_view cat) {
