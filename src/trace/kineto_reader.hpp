@@ -17,7 +17,7 @@ struct IngestOptions {
   // A streamed ingest keeps at most this much text ahead of what the parsers
   // have taken (0 = the whole text stays until the end): the text of a 220 MB
   // trace never needs 220 MB of memory at once.
-  size_t text_window_bytes = size_t{32} << 20;
+  size_t text_window_bytes = size_t{16} << 20;
   // Progress of a streamed ingest: (file, bytes of text parsed so far, bytes expected),
   // from the reading thread, once per chunk. May be empty.
   std::function<void(const std::string& origin, size_t done, size_t total)> on_bytes;

@@ -45,6 +45,17 @@ TEST(ParseUsToNs, KeepsNanosecondDigitsOfEpochTimestamps) {
   EXPECT_FALSE(parse_us_to_ns("9223372036854775", ns));
   ASSERT_TRUE(parse_us_to_ns("3999999999999999.999", ns));
   EXPECT_EQ(ns, 3999999999999999999);
+  // Kineto's own forms (the one-pass path) and their edges.
+  const std::pair<std::string_view, int64_t> kWritten[] = {
+      {"5346202264316.344", 5346202264316344}, {"1.", 1000},        {"12\"", 12000},
+      {"0.0004", 0},   {"0.0005", 1},    {"7.1234567", 7123},  {"7.1235", 7124},
+      {"123456789012345.5", 123456789012345500}, {"1234567890123456.5", 1234567890123456500},
+      {"12 ", 12000},  {"12,", 12000},   {"0", 0},             {"\"3.5\"", 3500}};
+  for (const auto& [text, want] : kWritten) {
+    ASSERT_TRUE(parse_us_to_ns(text, ns)) << text;
+    EXPECT_EQ(ns, want) << text;
+  }
+  for (std::string_view bad : {"12 3", "12x", "1.2.3", "4000000000000001"}) EXPECT_FALSE(parse_us_to_ns(bad, ns)) << bad;
 }
 
 constexpr std::string_view kSmallTrace = R"({
