@@ -84,8 +84,10 @@ bool parse_us_to_ns(std::string_view t, int64_t& out) {
   if (p == e || static_cast<unsigned>(*p - '0') > 9) return parse_us_to_ns_general(t, out);
   int64_t whole = 0;
   const char* const start = p;
-  for (; p < e && static_cast<unsigned>(*p - '0') <= 9; ++p) whole = whole * 10 + (*p - '0');
-  if (p - start > 15) return parse_us_to_ns_general(t, out);
+  for (; p < e && static_cast<unsigned>(*p - '0') <= 9; ++p) {
+    if (p - start == 15) return parse_us_to_ns_general(t, out);  // a 16th digit: before it can overflow
+    whole = whole * 10 + (*p - '0');
+  }
   int64_t frac_ns = 0;
   if (p < e && *p == '.') {
     ++p;
