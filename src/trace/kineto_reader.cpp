@@ -16,6 +16,7 @@
 #include "trace/json_chunker.hpp"
 #include "trace/kineto_chunks.hpp"
 #include "trace/kineto_metadata.hpp"
+#include "trace/open_addressing.hpp"
 #include "trace/utf8_repair.hpp"
 
 namespace magpie::trace {
@@ -542,15 +543,8 @@ uint32_t ArgsTextCache::find(std::string_view text, const Layout& layout, uint64
 
 void ArgsTextCache::add(std::string_view text, const Layout& layout, uint64_t hash, uint32_t row) {
   if ((used_ + 1) * 2 > slots_.size()) {
-    std::vector<Entry> bigger(slots_.size() * 2);
-    const size_t mask = bigger.size() - 1;
-    for (const Entry& e : slots_) {
-      if (e.row == kMiss) continue;
-      size_t i = e.hash & mask;
-      while (bigger[i].row != kMiss) i = (i + 1) & mask;
-      bigger[i] = e;
-    }
-    slots_ = std::move(bigger);
+    grow_open_addressing(
+        slots_, [](const Entry& e) { return e.row == kMiss; }, [](const Entry& e) { return e.hash; });
   }
   const size_t mask = slots_.size() - 1;
   size_t i = hash & mask;

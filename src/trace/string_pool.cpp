@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "trace/open_addressing.hpp"
+
 namespace magpie::trace {
 
 namespace {
@@ -80,15 +82,8 @@ StringPool::StringPool() : index_(1024) {
 }
 
 void StringPool::grow_index() {
-  std::vector<Slot> bigger(index_.size() * 2);
-  const size_t mask = bigger.size() - 1;
-  for (const Slot& slot : index_) {
-    if (slot.id == kNotInterned) continue;
-    size_t i = slot.hash & mask;
-    while (bigger[i].id != kNotInterned) i = (i + 1) & mask;
-    bigger[i] = slot;
-  }
-  index_ = std::move(bigger);
+  grow_open_addressing(
+      index_, [](const Slot& s) { return s.id == kNotInterned; }, [](const Slot& s) { return s.hash; });
 }
 
 char* StringPool::allocate(size_t n) {

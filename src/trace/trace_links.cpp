@@ -67,40 +67,37 @@ void sort_spans(std::vector<Span>& v) {
   }
 }
 
-void build_op_tree(const Trace& trace, TraceLinks& links) {
-  const auto& t = trace.events;
-  // Bucket by thread first: traces have few threads (the last one looked up
-  // is the next row's thread almost always).
-  // Counted first, so that each thread's spans are written once into room
-  // made for them (growing by doubling copied and faulted in ~20 MB more).
-  using ThreadKey = std::pair<int64_t, int64_t>;
-  std::map<ThreadKey, size_t> counts;
-  {
-    ThreadKey last_key{INT64_MIN, INT64_MIN};
-    size_t* last = nullptr;
-    for (uint32_t r = 0; r < t.size(); ++r) {
-      if (t.phase[r] != Phase::kComplete || !is_cpu_span(t.category[r])) continue;
-      ThreadKey key{t.pid[r], t.tid[r]};
-      if (!last || key != last_key) {
-        last = &counts[key];
-        last_key = key;
-      }
-      ++*last;
-    }
-  }
-  std::map<ThreadKey, std::vector<Span>> threads;
-  for (const auto& [key, n] : counts) threads[key].reserve(n);
+using ThreadKey = std::pair<int64_t, int64_t>;  // pid, tid
+
+// Calls add(by_thread[its thread], row) for every complete CPU span. Traces
+// have few threads, and the last one looked up is the next row's thread
+// almost always.
+template <class ByThread, class Add>
+void for_each_thread_span(const EventTable& t, ByThread& by_thread, Add&& add) {
   ThreadKey last_key{INT64_MIN, INT64_MIN};
-  std::vector<Span>* last = nullptr;
+  typename ByThread::mapped_type* last = nullptr;
   for (uint32_t r = 0; r < t.size(); ++r) {
     if (t.phase[r] != Phase::kComplete || !is_cpu_span(t.category[r])) continue;
     ThreadKey key{t.pid[r], t.tid[r]};
     if (!last || key != last_key) {
-      last = &threads[key];
+      last = &by_thread[key];
       last_key = key;
     }
-    last->push_back({t.ts_ns[r], t.end_ns(r), r});
+    add(*last, r);
   }
+}
+
+void build_op_tree(const Trace& trace, TraceLinks& links) {
+  const auto& t = trace.events;
+  // Spans bucketed by thread, counted first so that each thread's are written
+  // once into room made for them (growing by doubling copied ~20 MB more).
+  std::map<ThreadKey, size_t> counts;
+  for_each_thread_span(t, counts, [](size_t& n, uint32_t) { ++n; });
+  std::map<ThreadKey, std::vector<Span>> threads;
+  for (const auto& [key, n] : counts) threads[key].reserve(n);
+  for_each_thread_span(t, threads, [&](std::vector<Span>& spans, uint32_t r) {
+    spans.push_back({t.ts_ns[r], t.end_ns(r), r});
+  });
   std::vector<uint32_t> stack;
   for (auto& [thread, spans] : threads) {
     sort_spans(spans);
