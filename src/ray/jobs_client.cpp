@@ -276,10 +276,14 @@ std::string JobsClient::resource_summary() const {
     const json usage =
         j.value("/data/clusterStatus/loadMetricsReport/usage"_json_pointer, json::object());
     std::string available;
-    auto amount = [](const std::string& name, double v) {
+    // Ray counts memory in bytes and everything else in units.
+    auto quantity = [](const std::string& name, double v) {
       return name == "memory" || name == "objectStoreMemory"
-                 ? fmt::format("{:.1f} GiB {}", v / (1024.0 * 1024 * 1024), name)
-                 : fmt::format("{:g} {}", v, name);
+                 ? fmt::format("{:.1f} GiB", v / (1024.0 * 1024 * 1024))
+                 : fmt::format("{:g}", v);
+    };
+    auto amount = [&](const std::string& name, double v) {
+      return fmt::format("{} {}", quantity(name, v), name);
     };
     if (usage.is_object()) {
       for (const char* name : {"CPU", "GPU", "memory"}) {
@@ -289,8 +293,8 @@ std::string JobsClient::resource_summary() const {
           used = (*it)[0].get<double>();
           total = (*it)[1].get<double>();
         }
-        available += fmt::format("{}{} (of {:g})", available.empty() ? "" : ", ",
-                                 amount(name, total - used), total);
+        available += fmt::format("{}{} (of {})", available.empty() ? "" : ", ",
+                                 amount(name, total - used), quantity(name, total));
       }
       for (const auto& [name, pair] : usage.items())  // custom resources, e.g. H200
         if (name != "CPU" && name != "GPU" && name != "memory" && name != "objectStoreMemory" &&
