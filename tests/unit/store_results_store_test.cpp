@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <cstdio>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -263,11 +264,19 @@ TEST(StoreResultsStore, ConcurrentProcessesNeverLoseOrCorrupt) {
   auto d = temp_dir("procs");
   const fs::path path = d / "results.db";
   constexpr int kProcs = 5, kRuns = 30;
+  // The children wait on a pipe and are released together, so their first
+  // opens (which switch the new file to WAL) really do race.
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
   std::vector<pid_t> kids;
   for (int p = 0; p < kProcs; ++p) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      ::close(gate[1]);
+      char byte;
+      while (::read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+      }
       int rc = 0;
       try {
         auto db = ResultsStore::open(path);
@@ -286,6 +295,8 @@ TEST(StoreResultsStore, ConcurrentProcessesNeverLoseOrCorrupt) {
     }
     kids.push_back(pid);
   }
+  ::close(gate[0]);
+  ::close(gate[1]);  // end of file: every child starts now
   for (pid_t k : kids) {
     int status = 0;
     ::waitpid(k, &status, 0);

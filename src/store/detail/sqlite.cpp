@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "core/error.hpp"
 
 namespace magpie::store::detail {
@@ -63,11 +67,10 @@ Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) 
   sqlite3_busy_timeout(d.db_, busy_timeout_ms);
   // WAL: readers never block the writer and a crash mid-write leaves the
   // database intact. NORMAL sync is durable across process crashes in WAL.
-  auto mode = d.prepare("PRAGMA journal_mode=WAL");
-  if (mode.step() && mode.column_text(0) != "wal") {
+  const std::string got = d.switch_to_wal(busy_timeout_ms);
+  if (got != "wal") {
     throw Error(ErrorKind::kUnreadable,
-                fmt::format("results store could not switch to WAL journaling (got '{}')",
-                            mode.column_text(0)),
+                fmt::format("results store could not switch to WAL journaling (got '{}')", got),
                 path.string(), std::nullopt,
                 "keep the store on a local file system (WAL needs shared memory), or set "
                 "MAGPIE_RESULTS_DB");
@@ -75,6 +78,39 @@ Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) 
   d.exec("PRAGMA synchronous=NORMAL");
   d.exec("PRAGMA foreign_keys=ON");
   return d;
+}
+
+std::string Database::switch_to_wal(int busy_timeout_ms) {
+  // On a fresh file the switch upgrades a shared lock to an exclusive one.
+  // When several processes create the store at once, SQLite answers BUSY
+  // at once instead of calling the busy handler (waiting could deadlock), so
+  // the wait is ours: retry with a short, growing sleep until the timeout.
+  // Once one process has switched, the mode is stored in the file and every
+  // later open sees "wal" without taking a write lock.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode=WAL", -1, &stmt, nullptr);
+    std::string mode;
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(stmt);
+      if (rc == SQLITE_ROW) {
+        const auto* p = sqlite3_column_text(stmt, 0);
+        mode = p ? reinterpret_cast<const char*>(p) : "";
+        rc = SQLITE_OK;
+      }
+    }
+    sqlite3_finalize(stmt);
+    if (rc == SQLITE_OK || rc == SQLITE_DONE) return mode;
+    const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || std::chrono::steady_clock::now() + pause > deadline) {
+      fail(rc, "switch to WAL journaling");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
 }
 
 Database::~Database() {

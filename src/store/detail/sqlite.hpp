@@ -35,6 +35,10 @@ class Database {
   [[noreturn]] void fail(int rc, std::string_view what) const;
 
  private:
+  // Sets WAL journaling, waiting out other processes creating the same file;
+  // returns the journal mode SQLite reports.
+  std::string switch_to_wal(int busy_timeout_ms);
+
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
 };
