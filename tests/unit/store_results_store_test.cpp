@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "store/detail/sqlite.hpp"
 #include "store/results_store.hpp"
 #include "store/run_environment.hpp"
 #include "store/run_recorder.hpp"
@@ -312,6 +313,39 @@ TEST(StoreResultsStore, ConcurrentProcessesNeverLoseOrCorrupt) {
   }
   EXPECT_EQ(pids.size(), static_cast<size_t>(kProcs));
   EXPECT_EQ(integrity(path), "ok");
+}
+
+// A new file whose lock another connection holds: the WAL switch waits for it,
+// and past the busy timeout fails naming the file and what to do.
+TEST(StoreResultsStore, WalSwitchWaitsForTheLockThenNamesTheFile) {
+  auto d = temp_dir("walwait");
+  const fs::path path = d / "results.db";
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "CREATE TABLE t (x); BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+
+  try {
+    (void)detail::Database::open(path, 200);
+    ADD_FAILURE() << "opened a store whose lock another connection holds";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnreadable);
+    EXPECT_NE(std::string(e.what()).find("WAL"), std::string::npos) << e.what();
+    EXPECT_EQ(e.file(), path.string());
+    EXPECT_NE(e.hint().find("stuck magpie process"), std::string::npos) << e.hint();
+  }
+
+  // Released while the opener waits: the open succeeds in WAL mode.
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  auto db = detail::Database::open(path, 30000);
+  release.join();
+  auto mode = db.prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.step());
+  EXPECT_EQ(mode.column_text(0), "wal");
+  sqlite3_close(holder);
 }
 
 // A real child begins a run and is SIGKILLed: the next open marks the run
