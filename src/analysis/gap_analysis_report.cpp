@@ -67,9 +67,11 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
   report::CsvWriter csv;
   std::vector<std::string> header = kBaseColumns;
   std::optional<sources::SourceIndex> index;
+  std::optional<sources::ReferenceFinder> references;
   sources::RepoVars vars;
   if (source_options.enabled) {
     index = sources::SourceIndex::build(source_options.repos);
+    references.emplace(*index);
     vars = sources::make_repo_vars(source_options.repos);
     csv.raw(sources::repo_path_mapping_preamble(vars));
     for (const auto& h : sources::magpie_source_columns_header()) header.push_back(h);
@@ -83,7 +85,9 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
     std::optional<sources::SourceMatch> match;
     if (index) {
       match = index->find(r.parsed);
-      for (auto& f : sources::magpie_source_columns(r.parsed, *match, vars)) fields.push_back(std::move(f));
+      const sources::KernelReferences refs = references->find(r.parsed, *match, r.launching_op);
+      for (auto& f : sources::magpie_source_columns(r.parsed, *match, vars, refs))
+        fields.push_back(std::move(f));
     }
     for (auto& f : our_fields(r)) fields.push_back(std::move(f));
     if (match) {

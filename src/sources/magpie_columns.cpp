@@ -135,7 +135,7 @@ std::vector<std::string> magpie_source_columns_header() {
 }
 
 std::vector<std::string> magpie_source_columns(const KernelName& kernel, const SourceMatch& match,
-                                               const RepoVars& vars) {
+                                               const RepoVars& vars, const KernelReferences& refs) {
   std::vector<std::string> row(kColumnCount);
   row[kKind] = kernel.magpie_kind;
   row[kCategory] = kernel.magpie_category;
@@ -149,6 +149,19 @@ std::vector<std::string> magpie_source_columns(const KernelName& kernel, const S
   for (size_t i = 0; i < match.call_sites.size() && i < kCandidatesInNotes; ++i)
     row[kNotes] += (i == 0 ? "; called from " : ", ") + path_ref(match.call_sites[i], vars) +
                    " (Inductor output code)";
+  row[kUpstreamUrl] = refs.upstream_url;
+  if (refs.test) {
+    row[kTestFile] = repo_ref(refs.test->repo, vars) + "/" + refs.test->file;
+    row[kTestCmd] = "cd " + repo_ref(refs.test->repo, vars) + " && " + refs.test_cmd;
+  }
+  if (refs.baseline) row[kBaselineRefFile] = path_ref(*refs.baseline, vars);
+  row[kBaselineRefSymbol] = refs.baseline_symbol;
+  row[kBaselineRefKind] = refs.baseline_kind;
+  if (refs.triton) {
+    row[kTritonRefFile] = path_ref(*refs.triton, vars);
+    row[kTritonRefSymbol] = refs.triton_symbol;
+  }
+  for (const std::string& note : refs.notes) row[kNotes] += "; " + note;
   row[kSourceResolution] = std::string(res);
   if (res == "unresolved") row[kSourceError] = match.note;
   return row;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sources/kernel_name.hpp"
+#include "sources/kernel_references.hpp"
 #include "sources/source_index.hpp"
 
 namespace magpie::sources {
@@ -34,8 +35,10 @@ std::vector<std::string> magpie_source_columns_header();
 
 // Values in header order. source_resolution: resolved (exact, partial),
 // unresolved (not-found, ambiguous), unsupported (library-owned). Paths are
-// "$VAR/rel/path:line". Columns we have nothing for are empty.
+// "$VAR/rel/path:line"; test_cmd starts "cd $VAR && ". Columns we have
+// nothing for are empty.
 std::vector<std::string> magpie_source_columns(const KernelName& kernel, const SourceMatch& match,
-                                               const RepoVars& vars);
+                                               const RepoVars& vars,
+                                               const KernelReferences& refs = {});
 
 }  // namespace magpie::sources

@@ -113,6 +113,25 @@ SourceIndex SourceIndex::build(const std::vector<std::filesystem::path>& repos, 
   return SourceIndex(std::move(impl));
 }
 
+const std::vector<std::string>& SourceIndex::repos() const { return impl_->repos; }
+
+std::vector<SourceLocation> SourceIndex::python_test_files() const {
+  std::vector<SourceLocation> out;
+  for (const auto& [repo, file] : impl_->files) {
+    if (!file.ends_with(".py")) continue;
+    const size_t slash = file.rfind('/');
+    const std::string_view name =
+        std::string_view(file).substr(slash == std::string::npos ? 0 : slash + 1);
+    if (!name.starts_with("test_") && !name.ends_with("_test.py")) continue;
+    const std::string dirs = "/" + file.substr(0, slash == std::string::npos ? 0 : slash + 1);
+    if (dirs.find("/tests/") == std::string::npos && dirs.find("/test/") == std::string::npos &&
+        dirs.find("/op_tests/") == std::string::npos)
+      continue;
+    out.push_back({impl_->repos[repo], file, 0, "test"});
+  }
+  return out;
+}
+
 size_t SourceIndex::files_scanned() const { return impl_->files_scanned; }
 size_t SourceIndex::bytes_scanned() const { return impl_->bytes_scanned; }
 size_t SourceIndex::definitions() const { return impl_->definitions; }

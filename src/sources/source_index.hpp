@@ -49,6 +49,21 @@ class SourceIndex {
   // a near name (suffix numbers, containment) -> partial; else not-found.
   SourceMatch find(const KernelName& kernel) const;
 
+  // The roots searched, normalised, in the order given (duplicates dropped).
+  const std::vector<std::string>& repos() const;
+  // Python test files of the repos: test_*.py or *_test.py with a tests/,
+  // test/ or op_tests/ folder on their path. Line 0.
+  std::vector<SourceLocation> python_test_files() const;
+  // Own-file @triton.jit definitions whose name holds `key` at word edges
+  // ("rms_norm" in "_rms_norm_fwd_kernel"): shortest name first, then path;
+  // at most `max`, the full count in *count.
+  struct NamedSite {
+    std::string name;
+    SourceLocation where;
+  };
+  std::vector<NamedSite> triton_definitions_containing(std::string_view key, size_t max,
+                                                       size_t* count) const;
+
   size_t files_scanned() const;
   size_t bytes_scanned() const;
   size_t definitions() const;    // definition sites (launch/registration sites not counted)

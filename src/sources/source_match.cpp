@@ -317,4 +317,47 @@ SourceMatch SourceIndex::find(const KernelName& kernel) const {
   return match;
 }
 
+std::vector<SourceIndex::NamedSite> SourceIndex::triton_definitions_containing(
+    std::string_view key, size_t max, size_t* count) const {
+  const Impl& impl = *impl_;
+  std::vector<std::string_view> names;
+  const std::string& blob = impl.definition_names;
+  const char* const blob_end = blob.data() + blob.size();
+  for (const char* hit = blob.data(); !key.empty() && hit < blob_end;) {
+    hit = static_cast<const char*>(
+        memmem(hit, static_cast<size_t>(blob_end - hit), key.data(), key.size()));
+    if (!hit) break;
+    const auto offset = static_cast<uint32_t>(hit - blob.data());
+    const auto it = std::upper_bound(impl.name_starts.begin(), impl.name_starts.end(), offset);
+    const uint32_t start = *(it - 1);
+    const uint32_t end = it == impl.name_starts.end() ? static_cast<uint32_t>(blob.size()) : *it;
+    const std::string_view name(blob.data() + start, end - 1 - start);
+    const size_t pos = offset - start;
+    const bool starts = pos == 0 || name[pos - 1] == '_';
+    const size_t after = pos + key.size();
+    const bool ends = after == name.size() || name[after] == '_' ||
+                      std::isdigit(static_cast<unsigned char>(name[after]));
+    if (starts && ends && after <= name.size()) {
+      names.push_back(name);
+      hit = blob.data() + end;
+    } else {
+      ++hit;
+    }
+  }
+  std::vector<std::pair<std::string_view, const Impl::Site*>> found;
+  for (std::string_view name : names) {
+    for (const Candidate& c : sites_named(impl, name, KindSet{SiteKind::kTritonJit}))
+      found.emplace_back(name, c.site);
+  }
+  std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+    return std::make_tuple(a.first.size(), impl.files[a.second->file], a.second->line) <
+           std::make_tuple(b.first.size(), impl.files[b.second->file], b.second->line);
+  });
+  if (count) *count = found.size();
+  std::vector<NamedSite> out;
+  for (size_t i = 0; i < found.size() && i < max; ++i)
+    out.push_back({std::string(found[i].first), to_location(impl, *found[i].second)});
+  return out;
+}
+
 }  // namespace magpie::sources

@@ -567,3 +567,24 @@ def test_torch_compile_kernels_resolve_to_their_inductor_cache_file(magpie, tmp_
         defined = (cache / path).read_text()
         assert f"def {r['Name']}(" in defined and "async_compile.triton(" not in defined
         assert "(Inductor output code)" in r["notes"], r["notes"]
+        # The Triton reference is the kernel's own definition.
+        assert r["triton_ref_file"] == r["source_file"] and r["triton_ref_symbol"] == r["Name"]
+        # The eager baseline: the ATen ops the output code says Inductor fused into this kernel,
+        # read here from the comment above the kernel's async_compile.triton(...) line.
+        out_file, line = r["baseline_ref_file"].split("/", 1)[1].rsplit(":", 1)
+        lines = (cache / out_file).read_text().splitlines()
+        comment = lines[int(line) - 1]
+        assert "Original ATen: [" in comment, comment
+        below = lines[int(line):]
+        first_code = next(x for x in below if not x.startswith("#"))
+        assert first_code.startswith(f"{r['Name']} = async_compile.triton("), first_code
+        fused = []
+        for op in comment.split("Original ATen: [", 1)[1].split("]", 1)[0].split(","):
+            if op.strip() and "torch.ops." + op.strip() not in fused:
+                fused.append("torch.ops." + op.strip())
+        assert r["baseline_ref_symbol"] == "; ".join(fused) and r["baseline_ref_kind"] == "eager_fn"
+        assert r["upstream_url"] == "" and r["test_file"] == ""  # a cache, not a checkout
+    # nvjet GEMMs launched by aten::addmm get that op as their eager baseline.
+    gemm = [r for r in rows if r["Launching Op"].startswith("aten::") and r["source_resolution"] == "unsupported"]
+    for r in gemm:
+        assert r["baseline_ref_symbol"] == "torch.ops.aten." + r["Launching Op"][6:], r
