@@ -5,7 +5,8 @@ Writes into OUTDIR:
   compile_default.json.gz + inductor_cache/    torch.compile (inductor, triton kernels) and its cache
   compile_reduce_overhead.json.gz              torch.compile mode="reduce-overhead" (CUDA graph trees)
   llama_prefill_decode.json.gz                 a Llama-shaped model: one prefill, then decode steps
-All with record_shapes=True. Usage: python record_traces.py OUTDIR
+All with record_shapes=True. Usage: python record_traces.py OUTDIR [--only=graph]
+(--only=graph: the graph pair alone).
 """
 import gzip
 import json
@@ -13,7 +14,9 @@ import os
 import shutil
 import sys
 
-OUT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "traces_out")
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--only=")]
+ONLY = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")), "")
+OUT = os.path.abspath(ARGS[0] if ARGS else "traces_out")
 os.makedirs(OUT, exist_ok=True)
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(OUT, "inductor_cache")
 os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(OUT, "triton_cache"))
@@ -83,18 +86,63 @@ def mlp():
 
 
 # --- plain torch.cuda.graph: capture under the profiler, then replays ---
+# The graph holds cuBLAS GEMMs (the MLP's Linear layers, and one large bf16 GEMM of the
+# shape that makes cuBLAS zero a workspace on Hopper), elementwise kernels, layer norm,
+# softmax, cuDNN attention and a memset of its own: a custom op that clears a scratch
+# buffer with cudaMemsetAsync, as engines' custom ops do. The memset is what a plain
+# capture trace shows only as a cudaMemsetAsync launch with no kernel event.
+def _cudart():
+    import ctypes
+    import glob
+    names = ["libcudart.so.13", "libcudart.so.12", "libcudart.so"]
+    for base in sys.path:
+        names += sorted(glob.glob(os.path.join(base, "nvidia", "**", "libcudart.so*"), recursive=True))
+    for n in names:
+        try:
+            lib = ctypes.CDLL(n)
+            lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+            return lib
+        except OSError:
+            continue
+    raise RuntimeError("no libcudart found")
+
+
+CUDART = _cudart()
+
+
+@torch.library.custom_op("magpie_rec::zero_scratch_", mutates_args={"x"})
+def zero_scratch_(x: torch.Tensor) -> None:
+    rc = CUDART.cudaMemsetAsync(x.data_ptr(), 0, x.numel() * x.element_size(),
+                                torch.cuda.current_stream().cuda_stream)
+    assert rc == 0, f"cudaMemsetAsync returned {rc}"
+
+
 m = mlp()
 static_in = torch.randn(64, 1024, device=dev, dtype=torch.bfloat16)
+big_a = torch.randn(16384, 4096, device=dev, dtype=torch.bfloat16)
+big_b = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+q = torch.randn(4, 8, 1024, 128, device=dev, dtype=torch.bfloat16)
+scratch = torch.empty(1 << 20, device=dev, dtype=torch.float32)
+
+
+def graph_body():
+    zero_scratch_(scratch)
+    y = torch.softmax(m(static_in).float(), dim=-1)
+    z = torch.mm(big_a, big_b)
+    a = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    return y, z, a
+
+
 s = torch.cuda.Stream()
 s.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(s), torch.no_grad():
     for _ in range(3):
-        m(static_in)
+        graph_body()
 torch.cuda.current_stream().wait_stream(s)
 g = torch.cuda.CUDAGraph()
 with profile(activities=ACT, record_shapes=True) as prof:
     with torch.no_grad(), torch.cuda.graph(g):
-        static_out = torch.softmax(m(static_in).float(), dim=-1)
+        static_out = graph_body()
     torch.cuda.synchronize()
 save(prof, "graph_capture")
 with profile(activities=ACT, record_shapes=True) as prof:
@@ -104,6 +152,8 @@ with profile(activities=ACT, record_shapes=True) as prof:
             g.replay()
     torch.cuda.synchronize()
 save(prof, "graph_replay")
+if ONLY == "graph":
+    sys.exit(0)
 
 # --- torch.compile (inductor) with its cache kept ---
 m2 = mlp()
