@@ -128,3 +128,56 @@ def test_mcp_http_when_port_is_set(venv):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+# --- the build commit outside git (a wheel built from an sdist) ---
+# These need no wheel: they run the CMake steps that the sdist and the build use.
+
+def _configure_build_info(root: Path, out: Path) -> str:
+    subprocess.run(
+        ["cmake", "-DGIT=", f"-DROOT={root}", f"-DIN={REPO_ROOT / 'src/gpu/build_info.hpp.in'}",
+         f"-DOUT={out}", "-DMAGPIE_VERSION=0.0.0", "-P", str(REPO_ROOT / "src/gpu/build_info.cmake")],
+        check=True, capture_output=True, text=True, timeout=60,
+    )
+    return out.read_text()
+
+
+def test_build_info_outside_git_reads_the_sdist_commit_file(tmp_path):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (tmp_path / "BUILD_COMMIT").write_text(commit + "\ndirty\n")
+    header = _configure_build_info(tmp_path, tmp_path / "a.hpp")
+    assert f'kCommit = "{commit}"' in header and "kDirty = true" in header, header
+    (tmp_path / "BUILD_COMMIT").write_text(commit + "\n")
+    header = _configure_build_info(tmp_path, tmp_path / "b.hpp")
+    assert f'kCommit = "{commit}"' in header and "kDirty = false" in header, header
+    # Not a commit (an edited or damaged file): "unknown", never the text.
+    (tmp_path / "BUILD_COMMIT").write_text("see README\n")
+    header = _configure_build_info(tmp_path, tmp_path / "c.hpp")
+    assert 'kCommit = "unknown"' in header, header
+    (tmp_path / "BUILD_COMMIT").unlink()
+    header = _configure_build_info(tmp_path, tmp_path / "d.hpp")
+    assert 'kCommit = "unknown"' in header, header
+
+
+def test_sdist_configure_step_writes_the_checkout_commit(tmp_path):
+    """What `python -m build --sdist` runs (sdist.cmake): a configure with
+    SKBUILD_STATE=sdist, in a clone of this checkout so the repo is not written."""
+    if subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip(f"{REPO_ROOT} is not a git checkout")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO_ROOT), str(clone)], check=True, timeout=120)
+    # This tree's files (with any uncommitted edits), in a clone whose HEAD is known.
+    (clone / "src" / "gpu").mkdir(parents=True)
+    for rel in ("CMakeLists.txt", "src/gpu/build_info.cmake"):
+        (clone / rel).write_bytes((REPO_ROOT / rel).read_bytes())
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    r = subprocess.run(["cmake", "-S", str(clone), "-B", str(tmp_path / "b"), "-DSKBUILD_STATE=sdist"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = (clone / "BUILD_COMMIT").read_text().splitlines()
+    assert lines[0] == head, lines
+    # Only two files are there, so git sees the rest as deleted: dirty.
+    assert lines[1:] == ["dirty"], lines
+    # Nothing but the commit was configured: no targets, no dependency lookups.
+    assert not (tmp_path / "b" / "build.ninja").exists() or "magpie" not in (tmp_path / "b" / "build.ninja").read_text()
