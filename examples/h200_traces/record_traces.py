@@ -88,7 +88,7 @@ def mlp():
 # --- plain torch.cuda.graph: capture under the profiler, then replays ---
 # The graph holds cuBLAS GEMMs (the MLP's Linear layers, and one large bf16 GEMM of the
 # shape that makes cuBLAS zero a workspace on Hopper), elementwise kernels, layer norm,
-# softmax, cuDNN attention and a memset of its own: a custom op that clears a scratch
+# softmax, cuDNN attention, a CUB radix sort and a memset of its own: a custom op that clears a scratch
 # buffer with cudaMemsetAsync, as engines' custom ops do. The memset is what a plain
 # capture trace shows only as a cudaMemsetAsync launch with no kernel event.
 def _cudart():
@@ -123,6 +123,7 @@ big_a = torch.randn(16384, 4096, device=dev, dtype=torch.bfloat16)
 big_b = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
 q = torch.randn(4, 8, 1024, 128, device=dev, dtype=torch.bfloat16)
 scratch = torch.empty(1 << 20, device=dev, dtype=torch.float32)
+keys = torch.randn(1 << 20, device=dev)
 
 
 def graph_body():
@@ -130,7 +131,8 @@ def graph_body():
     y = torch.softmax(m(static_in).float(), dim=-1)
     z = torch.mm(big_a, big_b)
     a = F.scaled_dot_product_attention(q, q, q, is_causal=True)
-    return y, z, a
+    srt = torch.sort(keys).values  # CUB radix sort: its own cudaMemsetAsync of the bins
+    return y, z, a, srt
 
 
 s = torch.cuda.Stream()
