@@ -19,10 +19,14 @@ using KindSet = std::vector<SiteKind>;
 // Definitions to trust first, then weaker kinds, per family: a C++ kernel
 // is a __global__ function (or, for CK/CUTLASS, a kernel class template); a
 // Triton kernel is a decorated def in its own file, then a copy embedded in
-// Inductor output code (a debug folder keeps only that), then any def.
+// Inductor output code (a debug folder keeps only that), then any def. A bare
+// name is Triton's family but may as well be an extern "C" __global__ kernel:
+// both are trusted alike, and a name defined both ways is ambiguous.
 std::vector<KindSet> definition_tiers(KernelFamily family) {
   switch (family) {
     case KernelFamily::kTriton:
+      return {KindSet{SiteKind::kTritonJit, SiteKind::kGlobal},
+              KindSet{SiteKind::kTritonInOutputCode}, KindSet{SiteKind::kPythonDef}};
     case KernelFamily::kInductor:
       return {KindSet{SiteKind::kTritonJit}, KindSet{SiteKind::kTritonInOutputCode},
               KindSet{SiteKind::kPythonDef}};
@@ -40,6 +44,8 @@ std::vector<KindSet> definition_tiers(KernelFamily family) {
 KindSet near_name_kinds(KernelFamily family) {
   switch (family) {
     case KernelFamily::kTriton:
+      return {SiteKind::kTritonJit, SiteKind::kGlobal, SiteKind::kTritonInOutputCode,
+              SiteKind::kPythonDef};
     case KernelFamily::kInductor:
       return {SiteKind::kTritonJit, SiteKind::kTritonInOutputCode, SiteKind::kPythonDef};
     case KernelFamily::kUnknown:

@@ -265,6 +265,32 @@ TEST(SourceIndexBuildTest, AmbiguousListIsCappedButCounted) {
   }
 }
 
+// An extern "C" kernel is recorded by its bare name, which looks like a Triton
+// kernel's: the __global__ definition must be found all the same, and a name
+// defined both ways is ambiguous rather than silently the Triton one.
+TEST(SourceIndexBuildTest, ExternCKernelRecordedByItsBareNameIsExact) {
+  TempRepo repo("externc");
+  repo.write("csrc/scale.cu",
+             "extern \"C\" __global__ void scale_rows(float* x, int n) { x[0] *= n; }\n");
+  repo.write("kernels/add.py",
+             "import triton\n\n@triton.jit\ndef add_rows(x_ptr, n):\n    pass\n");
+  const SourceIndex index = SourceIndex::build({repo.root()}, 1);
+  const SourceMatch m = index.find(parse_kernel_name("scale_rows"));
+  ASSERT_EQ(m.confidence, Confidence::kExact) << m.note;
+  EXPECT_EQ(m.candidates.at(0).file, "csrc/scale.cu");
+  EXPECT_EQ(m.candidates.at(0).kind, "__global__");
+  const SourceMatch t = index.find(parse_kernel_name("add_rows"));
+  ASSERT_EQ(t.confidence, Confidence::kExact) << t.note;
+  EXPECT_EQ(t.candidates.at(0).file, "kernels/add.py");
+
+  repo.write("kernels/scale.py",
+             "import triton\n\n@triton.jit\ndef scale_rows(x_ptr, n):\n    pass\n");
+  const SourceIndex both = SourceIndex::build({repo.root()}, 1);
+  const SourceMatch a = both.find(parse_kernel_name("scale_rows"));
+  EXPECT_EQ(a.confidence, Confidence::kAmbiguous) << a.note;
+  EXPECT_EQ(a.candidate_count, 2u);
+}
+
 TEST(SourceColumnsTest, HeaderIsMagpiesFifteenColumns) {
   const std::vector<std::string> expected = {"kind",
                                              "category",
