@@ -477,6 +477,11 @@ def test_plain_torch_cuda_graph_fully_attributed(magpie, tmp_path):
     replayed = [e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")
                 and e.get("args", {}).get("correlation") in graph_corr]
     assert len(graph_corr) == g["graph_launches"] > 0
+    # The recording holds what the issue asks of it: cuBLAS GEMMs, elementwise kernels, a memset.
+    names = [e["name"] for e in replayed]
+    assert any(e["cat"] == "gpu_memset" for e in replayed), "no replayed memset"
+    assert any(n.startswith("nvjet") or "gemm" in n.lower() for n in names), "no cuBLAS GEMM"
+    assert any("elementwise_kernel" in n for n in names), "no elementwise kernel"
     assert g["graph_kernels"] == len(replayed)
     assert g["attributed_kernels"] == g["attributed_to_op"] == len(replayed)
     assert g["coverage_pct"] == 100.0
