@@ -8,7 +8,7 @@ pkgs=(
   libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libfmt-dev libspdlog-dev
   libboost1.81-dev libboost-url1.81-dev
-  libdeflate-dev libisal-dev zlib1g-dev libhyperscan-dev libre2-dev
+  libisal-dev zlib1g-dev libhyperscan-dev libre2-dev
   libxlsxwriter-dev libsqlite3-dev
   libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
