@@ -3,7 +3,6 @@
 // with a lying trailer, and the shipped traces.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -14,25 +13,14 @@
 #include "core/file_io.hpp"
 #include "core/gzip.hpp"
 #include "core/text_head.hpp"
+#include "gzip_writer.hpp"
 
 namespace magpie {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string gzip_of(std::string_view text, int level = 6) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  zs.avail_in = static_cast<uInt>(text.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+using test_support::gzip_of;
 
 // Text that compresses a little (so a stream spans many deflate blocks).
 std::string sample_text(size_t bytes) {

@@ -5,7 +5,6 @@
 // need in other shapes (several members, cut short) are written with zlib.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -18,25 +17,14 @@
 #include "trace/kineto_reader.hpp"
 #include "trace/string_pool.hpp"
 #include "trace/trace_loader.hpp"
+#include "gzip_writer.hpp"
 
 namespace magpie {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string gzip_of(std::string_view text) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  zs.avail_in = static_cast<uInt>(text.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+using test_support::gzip_of;
 
 PaddedBuffer buffer_of(std::string_view s) {
   PaddedBuffer b(s.size());
