@@ -14,6 +14,7 @@
 #include "replay_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
+#include "unknown_arguments.hpp"
 #include "core/error.hpp"
 #include "core/phase_times.hpp"
 #include "gpu/environment.hpp"
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
       "magpie"};
   app.set_version_flag("--version", magpie::gpu::version_string());
   app.require_subcommand(0, 1);
+  // A misspelled command or flag is named with the nearest one the parser
+  // knows, in place of the error it caused further on (exit 2).
+  app.failure_message(magpie::app::failure_message);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print progress and details to stderr");
   bool progress_lines = false;

@@ -20,7 +20,7 @@ void TraceLensCommand::register_with(CLI::App& app) {
       "tracelens",
       "TraceLens-style reports from a PyTorch profiler trace: per inference stage (prefilldecode,\n"
       "decode, prefill) the ops and kernels that dominate, their FLOPs and bytes, and where they\n"
-      "sit on the GPU's roofline. Writes DIR/tracelens/<stage>/*.csv (and perf_report.xlsx),\n"
+      "sit on the GPU's roofline. Writes DIR/tracelens/<stage>/*.csv (perf_report.xlsx with --export-format excel or both),\n"
       "DIR/tracelens/<stage>_ISL<isl>_OSL<osl>_CONC<conc>_kernel_roofline_simple.csv and\n"
       "DIR/tracelens/tracelens_manifest.json.");
   sub_->add_option("trace", trace_, "Trace file (.json/.json.gz), or a folder of rank traces")
