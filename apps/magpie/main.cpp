@@ -14,6 +14,7 @@
 #include "replay_command.hpp"
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
+#include "whatif_command.hpp"
 #include "core/error.hpp"
 #include "core/phase_times.hpp"
 #include "gpu/environment.hpp"
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   mcp.register_with(app);
   magpie::app::BatchCommand batch;
   batch.register_with(app);
+  magpie::app::WhatIfCommand whatif;
+  whatif.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     if (results.parsed()) return results.run(verbose);
     if (replay.parsed()) return replay.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
+    if (whatif.parsed()) return whatif.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());
