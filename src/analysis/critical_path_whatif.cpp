@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "trace/trace_links.hpp"
 
 namespace magpie::analysis {
@@ -236,24 +237,22 @@ size_t apply(const trace::Trace& trace, const DependencyGraph& g, const Scenario
   return matched;
 }
 
-WhatIfResult evaluate(const trace::Trace& trace, const DependencyGraph& g,
-                      const std::vector<PathWindow>& windows, const Scenario& scenario,
-                      const Schedule& recorded, bool with_path) {
-  WhatIfResult r;
-  r.scenario = scenario;
-  Timing t;
-  t.cost_ns = g.cost_ns;
-  if (scenario.kind == ScenarioKind::kLaunch) {
-    r.matched = graph_timing(g, windows, t, r.warnings);
-  } else {
-    r.matched = apply(trace, g, scenario, t, r.warnings);
+// Each window's length on a schedule; [0] is the whole window.
+std::vector<int64_t> window_lengths(const Schedule& s, const std::vector<PathWindow>& windows) {
+  std::vector<int64_t> out;
+  out.reserve(windows.size());
+  for (const auto& w : windows) {
+    const auto [start, end] = window_span(s, w);
+    out.push_back(end - start);
   }
-  const Schedule after = retime(g, t);
+  return out;
+}
+
+void summarize(const std::vector<PathWindow>& windows, const std::vector<int64_t>& before,
+               const std::vector<int64_t>& after, WhatIfResult& r) {
   std::vector<int64_t> before_steps, after_steps;
   for (size_t i = 0; i < windows.size(); ++i) {
-    const auto [b0, b1] = window_span(recorded, windows[i]);
-    const auto [a0, a1] = window_span(after, windows[i]);
-    WindowChange c{windows[i].label, b1 - b0, a1 - a0};
+    WindowChange c{windows[i].label, before[i], after[i]};
     if (i == 0) {
       r.whole = c;
       continue;
@@ -266,11 +265,6 @@ WhatIfResult evaluate(const trace::Trace& trace, const DependencyGraph& g,
   }
   r.median_step_before_us = static_cast<double>(median_of(before_steps)) / 1e3;
   r.median_step_after_us = static_cast<double>(median_of(after_steps)) / 1e3;
-  if (with_path && !windows.empty()) {
-    CriticalPath p = critical_path(g, after, windows[0]);
-    r.after_by_category = p.by_category;
-  }
-  return r;
 }
 
 }  // namespace
@@ -315,60 +309,78 @@ int64_t WhatIfResult::gain_ns() const {
 
 WhatIfResult what_if(const trace::Trace& trace, const DependencyGraph& g,
                      const std::vector<PathWindow>& windows, const Scenario& scenario) {
-  return evaluate(trace, g, windows, scenario, retime(g), true);
+  WhatIfResult r;
+  r.scenario = scenario;
+  Timing t;
+  t.cost_ns = g.cost_ns;
+  if (scenario.kind == ScenarioKind::kLaunch) {
+    r.matched = graph_timing(g, windows, t, r.warnings);
+  } else {
+    r.matched = apply(trace, g, scenario, t, r.warnings);
+  }
+  const Schedule after = retime(g, t);
+  const Schedule recorded = retime(g);  // the trace itself, unless edges were dropped
+  summarize(windows, window_lengths(recorded, windows), window_lengths(after, windows), r);
+  if (!windows.empty()) r.after_by_category = critical_path(g, after, windows[0]).by_category;
+  return r;
 }
 
 std::vector<OpGainBound> op_gain_bounds(const trace::Trace& trace, const DependencyGraph& g,
                                         const std::vector<PathWindow>& windows, size_t top_n) {
-  std::unordered_map<int32_t, std::pair<int64_t, int64_t>> by_name;  // StringId → gpu, host
+  // Per node, the name of the innermost op around it (host) or that launched it (GPU).
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> name_of(g.size(), kNone);
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> by_name;  // StringId → gpu, host
   for (size_t v = 0; v < g.size(); ++v) {
-    if (g.op[v] < 0) continue;
-    const auto id = static_cast<int32_t>(trace.events.name[static_cast<size_t>(g.op[v])]);
+    if (g.op[v] < 0 || !(g.kind[v] == NodeKind::kGpu || is_host_work(g.kind[v]))) continue;
+    name_of[v] = trace.events.name[static_cast<size_t>(g.op[v])];
     const int64_t d = g.end_ns[v] - g.start_ns[v];
-    if (g.kind[v] == NodeKind::kGpu) {
-      by_name[id].first += d;
-    } else if (is_host_work(g.kind[v])) {
-      by_name[id].second += d;
-    }
+    (g.kind[v] == NodeKind::kGpu ? by_name[name_of[v]].first : by_name[name_of[v]].second) += d;
   }
-  std::vector<std::pair<int32_t, std::pair<int64_t, int64_t>>> all(by_name.begin(), by_name.end());
-  auto top_by = [&](auto key) {
-    std::vector<int32_t> ids;
+  std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> all(by_name.begin(), by_name.end());
+  auto top_by = [&](bool gpu) {
+    auto key = [gpu](const auto& p) { return gpu ? p.first : p.second; };
     std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
       return key(a.second) != key(b.second) ? key(a.second) > key(b.second) : a.first < b.first;
     });
+    std::vector<uint32_t> ids;
     for (size_t i = 0; i < all.size() && ids.size() < top_n; ++i)
       if (key(all[i].second) > 0) ids.push_back(all[i].first);
     return ids;
   };
-  const auto gpu_top = top_by([](const auto& p) { return p.first; });
-  const auto host_top = top_by([](const auto& p) { return p.second; });
-  const Schedule recorded = retime(g);
-  std::vector<OpGainBound> out;
-  auto entry = [&](int32_t id) -> OpGainBound& {
-    const std::string name(trace.strings.view(static_cast<trace::StringId>(id)));
-    for (auto& b : out)
-      if (b.name == name) return b;
-    OpGainBound b;
-    b.name = name;
-    b.kernel_ns = by_name[id].first;
-    b.host_ns = by_name[id].second;
-    out.push_back(std::move(b));
-    return out.back();
+  struct Job {
+    uint32_t name;
+    bool gpu;
+    int64_t gain = 0;
   };
-  for (const int32_t id : gpu_top) {
-    Scenario s;
-    s.kind = ScenarioKind::kOp;
-    s.name = std::string(trace.strings.view(static_cast<trace::StringId>(id)));
-    s.speedup = std::numeric_limits<double>::infinity();
-    entry(id).gpu_gain_ns = evaluate(trace, g, windows, s, recorded, false).gain_ns();
-  }
-  for (const int32_t id : host_top) {
-    Scenario s;
-    s.kind = ScenarioKind::kCpu;
-    s.name = std::string(trace.strings.view(static_cast<trace::StringId>(id)));
-    s.speedup = std::numeric_limits<double>::infinity();
-    entry(id).host_gain_ns = evaluate(trace, g, windows, s, recorded, false).gain_ns();
+  std::vector<Job> jobs;
+  for (const uint32_t id : top_by(true)) jobs.push_back({id, true});
+  for (const uint32_t id : top_by(false)) jobs.push_back({id, false});
+  const Schedule recorded = retime(g);
+  const std::vector<int64_t> before = window_lengths(recorded, windows);
+  // Independent re-timings of one read-only graph: a few threads at once
+  // (each holds a copy of the costs and a schedule: 24 bytes a node).
+  parallel_for(jobs.size(), std::min(default_thread_count(), 4u), [&](size_t j) {
+    Job& job = jobs[j];
+    Timing t;
+    t.cost_ns = g.cost_ns;
+    for (size_t v = 0; v < g.size(); ++v) {
+      if (name_of[v] != job.name) continue;
+      if ((g.kind[v] == NodeKind::kGpu) == job.gpu) t.cost_ns[v] = 0;
+    }
+    WhatIfResult r;
+    summarize(windows, before, window_lengths(retime(g, t), windows), r);
+    job.gain = r.gain_ns();
+  });
+  std::vector<OpGainBound> out;
+  for (const Job& job : jobs) {
+    const std::string name(trace.strings.view(job.name));
+    auto it = std::find_if(out.begin(), out.end(), [&](const OpGainBound& b) { return b.name == name; });
+    if (it == out.end()) {
+      out.push_back({name, by_name[job.name].first, by_name[job.name].second, 0, 0});
+      it = out.end() - 1;
+    }
+    (job.gpu ? it->gpu_gain_ns : it->host_gain_ns) = job.gain;
   }
   std::sort(out.begin(), out.end(), [](const OpGainBound& a, const OpGainBound& b) {
     const int64_t ga = std::max(a.gpu_gain_ns, a.host_gain_ns), gb = std::max(b.gpu_gain_ns, b.host_gain_ns);
