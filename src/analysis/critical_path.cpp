@@ -252,7 +252,7 @@ constexpr uint32_t kNoOpName = UINT32_MAX, kHostIdleName = UINT32_MAX - 1;
 uint32_t name_key(const trace::Trace& trace, const DependencyGraph& g, size_t n) {
   if (g.op[n] >= 0) return trace.events.name[static_cast<size_t>(g.op[n])];
   if (g.kind[n] == NodeKind::kIdle) return kHostIdleName;
-  if (g.row[n] < 0) return kNoOpName;
+  if (g.row[n] < 0 || g.kind[n] == NodeKind::kUntraced) return kNoOpName;  // inside an annotation only
   return trace.events.name[static_cast<size_t>(g.row[n])];
 }
 

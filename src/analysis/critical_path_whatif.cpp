@@ -237,13 +237,26 @@ size_t apply(const trace::Trace& trace, const DependencyGraph& g, const Scenario
   return matched;
 }
 
-// Each window's length on a schedule; [0] is the whole window.
+// Each window's length on a schedule; [0] is the whole window. An
+// iteration's length is the time between its completion and the previous
+// one's (the first: from its start): when the host runs ahead of the GPU, a
+// window's start says when the host got there and its end when the GPU did,
+// and only the distance between completions says what a step costs. The
+// lengths add up to the time from the first iteration's start to the last's end.
 std::vector<int64_t> window_lengths(const Schedule& s, const std::vector<PathWindow>& windows) {
   std::vector<int64_t> out;
   out.reserve(windows.size());
-  for (const auto& w : windows) {
-    const auto [start, end] = window_span(s, w);
-    out.push_back(end - start);
+  int64_t done = INT64_MIN;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto [start, end] = window_span(s, windows[i]);
+    if (i == 0) {
+      out.push_back(end - start);
+      continue;
+    }
+    if (done == INT64_MIN) done = start;
+    const int64_t completed = std::max(done, end);
+    out.push_back(completed - done);
+    done = completed;
   }
   return out;
 }

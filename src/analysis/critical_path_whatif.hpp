@@ -45,7 +45,9 @@ struct WhatIfResult {
   size_t matched = 0;  // nodes (or op calls) the scenario changed
   WindowChange whole;  // the whole window
   std::vector<WindowChange> iterations;
-  int64_t iterations_before_ns = 0, iterations_after_ns = 0;  // sums over iterations
+  // Sums over iterations, each from the previous one's completion to its own
+  // (the first: from its start): the time from the first's start to the last's end.
+  int64_t iterations_before_ns = 0, iterations_after_ns = 0;
   double median_step_before_us = 0, median_step_after_us = 0;
   std::array<int64_t, kPathCategories> after_by_category{};  // new path of the whole window
   std::vector<std::string> warnings;

@@ -261,7 +261,8 @@ std::string console_text(const WhatIfOutcome& outcome) {
     int64_t len = 0;
     const auto totals = iteration_totals(r, len);
     const size_t iterations = r.paths.empty() ? 0 : r.paths.size() - 1;
-    s += fmt::format("rank {}: {} — critical path {:.1f} us over {}\n", r.rank, r.bound, us(len),
+    s += fmt::format("{}: {} — critical path {:.1f} us over {}\n",
+                     r.rank >= 0 ? fmt::format("rank {}", r.rank) : std::string("trace"), r.bound, us(len),
                      iterations ? fmt::format("{} iteration(s)", iterations) : std::string("the whole trace"));
     std::string parts;
     for (size_t c = 0; c < kPathCategories; ++c) {
