@@ -139,9 +139,39 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
   for (const int32_t n : window.nodes) {
     if (cur == kNoNode || s.end_ns[static_cast<size_t>(n)] > s.end_ns[static_cast<size_t>(cur)]) cur = n;
   }
-  while (cur != kNoNode && frontier > win_start) {
+  // Threads hand work to each other without a recorded edge (the autograd
+  // thread, a worker pool): where a thread waited (idle) or its timeline
+  // starts, the path goes on at the host work on another thread that ended
+  // last before the waiting one resumed. The index is built on first need.
+  std::vector<std::pair<int64_t, int32_t>> by_end;
+  auto woken_by = [&](uint32_t lane, int64_t after) -> int32_t {
+    if (by_end.empty()) {
+      for (size_t n = 0; n < g.size(); ++n) {
+        if (g.kind[n] != NodeKind::kGpu && g.kind[n] != NodeKind::kIdle && s.end_ns[n] > s.start_ns[n])
+          by_end.emplace_back(s.end_ns[n], static_cast<int32_t>(n));
+      }
+      std::sort(by_end.begin(), by_end.end());
+    }
+    auto it = std::upper_bound(by_end.begin(), by_end.end(), std::pair{frontier, INT32_MAX});
+    for (int tries = 0; it != by_end.begin() && tries < 256; ++tries) {
+      --it;
+      if (it->first <= after) break;
+      const auto n = static_cast<size_t>(it->second);
+      if (g.lane[n] != lane && s.start_ns[n] < frontier) return it->second;
+    }
+    return kNoNode;
+  };
+  size_t steps = 0;
+  while (cur != kNoNode && frontier > win_start && ++steps < 4 * g.size() + 16) {
     const auto v = static_cast<size_t>(cur);
     const int64_t start = s.start_ns[v], end = s.end_ns[v];
+    if (g.kind[v] == NodeKind::kIdle) {
+      if (const int32_t w = woken_by(g.lane[v], std::max(start, win_start)); w != kNoNode) {
+        add(kNoNode, s.end_ns[static_cast<size_t>(w)], frontier, PathCategory::kIdle);
+        cur = w;
+        continue;
+      }
+    }
     if (g.kind[v] == NodeKind::kGpu) {
       add(cur, start, end, PathCategory::kGpu);
       const int32_t p = g.prev[v], d = g.dep[v], w = g.wait[v];
@@ -173,6 +203,12 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
     }
     add(cur, start, end, kind_category(v));
     cur = g.prev[v];
+    if (cur == kNoNode && frontier > win_start) {
+      if (const int32_t w = woken_by(g.lane[v], win_start); w != kNoNode) {
+        add(kNoNode, s.end_ns[static_cast<size_t>(w)], frontier, PathCategory::kIdle);
+        cur = w;
+      }
+    }
   }
   if (frontier > win_start) rev.push_back({kNoNode, win_start, frontier, PathCategory::kIdle});
   path.pieces.assign(rev.rbegin(), rev.rend());
