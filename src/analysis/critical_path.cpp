@@ -108,7 +108,8 @@ std::pair<int64_t, int64_t> window_span(const Schedule& s, const PathWindow& w) 
   return {start, end};
 }
 
-CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window) {
+CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window,
+                           WakeIndex* wake) {
   CriticalPath path;
   path.label = window.label;
   path.stage = window.stage;
@@ -143,7 +144,8 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
   // thread, a worker pool): where a thread waited (idle) or its timeline
   // starts, the path goes on at the host work on another thread that ended
   // last before the waiting one resumed. The index is built on first need.
-  std::vector<std::pair<int64_t, int32_t>> by_end;
+  WakeIndex own;
+  WakeIndex& by_end = wake ? *wake : own;
   auto woken_by = [&](uint32_t lane, int64_t after) -> int32_t {
     if (by_end.empty()) {
       for (size_t n = 0; n < g.size(); ++n) {
@@ -321,8 +323,9 @@ CriticalPathReport analyze_critical_path(const trace::Trace& trace, const trace:
   r.graph = g.stats;
   r.warnings = g.warnings;
   const Schedule recorded = retime(g);
+  WakeIndex wake;
   for (const auto& w : windows) {
-    CriticalPath p = critical_path(g, recorded, w);
+    CriticalPath p = critical_path(g, recorded, w, &wake);
     // Collectives are GPU pieces of NCCL/RCCL kernels.
     for (auto& piece : p.pieces) {
       if (piece.category != PathCategory::kGpu || piece.node == kNoNode) continue;

@@ -75,8 +75,14 @@ struct PathWindow {
 std::vector<PathWindow> path_windows(const trace::Trace& trace, const trace::TraceLinks& links,
                                      const DependencyGraph& g, std::vector<std::string>& warnings);
 
-// Walks back from `window.last` on `s` (the recorded schedule or a re-timed one).
-CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window);
+// Host pieces by end time on one schedule: where a waiting thread's path goes
+// on (critical_path builds it on first need; share one across windows).
+using WakeIndex = std::vector<std::pair<int64_t, int32_t>>;
+
+// Walks back from the window's last-ending node on `s` (the recorded schedule
+// or a re-timed one).
+CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window,
+                           WakeIndex* wake = nullptr);
 // The window's start and end on a re-timed schedule (anchor's start, latest end of its nodes).
 std::pair<int64_t, int64_t> window_span(const Schedule& s, const PathWindow& window);
 

@@ -124,26 +124,22 @@ def test_missing_trace_is_not_found(magpie, tmp_path):
 
 # ----------------------------------------------------------------------------- HTA comparison
 HTA_PY = Path(os.environ.get("MAGPIE_HTA_VENV", "/tmp/hta")) / "bin" / "python"
-
-HTA_SCRIPT = r"""
-import json, sys, shutil, tempfile, os
-from hta.trace_analysis import TraceAnalysis
-d = tempfile.mkdtemp()
-shutil.copy(sys.argv[1], os.path.join(d, "rank-0.json.gz"))
-a = TraceAnalysis(trace_dir=d)
-cp, ok = a.critical_path_analysis(rank=0, annotation=sys.argv[2], instance_id=None)
-s = cp.summary()
-print(json.dumps({"ok": bool(ok), "summary": {str(k): float(v) for k, v in s.items()}}))
-"""
+HTA_SCRIPT = REPO_ROOT / "examples" / "critical_path" / "hta_critical_path.py"
 
 
-@pytest.mark.skipif(not HTA_PY.exists(), reason="no HolisticTraceAnalysis venv at /tmp/hta ($MAGPIE_HTA_VENV)")
-def test_agrees_with_hta_on_path_length_and_host_share(magpie, tmp_path):
+@pytest.mark.skipif(not HTA_PY.exists(),
+                    reason="no HolisticTraceAnalysis venv at /tmp/hta ($MAGPIE_HTA_VENV): HTA comparison skipped")
+def test_agrees_with_hta_on_a_decode_step(magpie):
+    """docs/CRITICAL_PATH.md "Compared with HTA": the host-bound share agrees; HTA's path is the
+    step's time inside recorded events (it leaves out untraced host time between ops)."""
     need(LLAMA)
-    r = subprocess.run([str(HTA_PY), "-c", HTA_SCRIPT, str(LLAMA), ""], capture_output=True, text=True, timeout=900)
+    r = subprocess.run([str(HTA_PY), str(HTA_SCRIPT), str(LLAMA), "decode_step_5", "0", "0"],
+                       capture_output=True, text=True, timeout=1200)
     if r.returncode != 0:
         pytest.skip(f"HTA's critical path did not run on this trace: {r.stderr[-400:]}")
     hta = json.loads(r.stdout.strip().splitlines()[-1])
-    ours = whatif_json(magpie, LLAMA)["paths"][0]
-    total_hta = sum(hta["summary"].values())
-    assert total_hta == pytest.approx(ours["length_us"], rel=0.05)
+    ours = next(p for p in whatif_json(magpie, LLAMA)["paths"] if p["window"] == "decode_step_5")
+    hta_host = 100 * hta["bound_by_us"].get("cpu_bound", 0) / hta["length_us"]
+    ours_host = sum(ours["breakdown"][c]["pct"] for c in ("cpu", "launch", "sync"))
+    assert abs(hta_host - ours_host) < 5
+    assert 0.9 * ours["length_us"] <= hta["length_us"] <= ours["length_us"]
