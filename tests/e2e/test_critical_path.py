@@ -76,9 +76,11 @@ def test_unchanged_scenarios_gain_nothing_and_kernels_of_a_host_bound_trace_gain
     same_op, same_cpu, mm_free, graph = r["whatif"]
     assert same_op["gain_us"] == 0 and same_cpu["gain_us"] == 0
     assert same_op["matched"] > 0
-    # GEMMs at zero time: their GPU time shrinks by all of it, end to end much less.
+    # GEMMs at zero time: the GPU-bound prefill gains, the host-bound decode steps (the median
+    # step) almost nothing.
     mm_kernel_us = next(o["kernel_us"] for o in r["ops"] if o["name"] == "aten::mm")
-    assert 0 <= mm_free["gain_us"] < 0.5 * mm_kernel_us
+    assert 0 < mm_free["gain_us"] < mm_kernel_us
+    assert mm_free["median_step_after_us"] > 0.99 * mm_free["median_step_before_us"]
     # Launch overhead removed (CUDA graphs) gains more than any GEMM could.
     assert graph["gain_us"] > mm_free["gain_us"]
     assert graph["median_step_after_us"] < graph["median_step_before_us"]
