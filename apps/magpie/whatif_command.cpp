@@ -48,7 +48,8 @@ int WhatIfCommand::run(bool verbose) {
   const auto outcome = jobs::run_whatif(request, context);
   progress->finish();
   for (const auto& rank : outcome.ranks) {
-    for (const auto& w : rank.report.warnings) std::cerr << "warning: rank " << rank.report.rank << ": " << w << "\n";
+    const std::string who = rank.report.rank >= 0 ? "rank " + std::to_string(rank.report.rank) + ": " : "";
+    for (const auto& w : rank.report.warnings) std::cerr << "warning: " << who << w << "\n";
     for (const auto& r : rank.results)
       for (const auto& w : r.warnings) std::cerr << "warning: " << r.scenario.text << ": " << w << "\n";
   }

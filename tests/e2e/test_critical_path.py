@@ -113,6 +113,22 @@ def test_collectives_are_their_own_category(magpie):
     assert any("nccl" in k.lower() for k in kernels)
 
 
+ODD_TRACES = sorted((REPO_ROOT / "tests" / "data" / "public_traces").glob("*.json.gz")) + sorted(
+    (REPO_ROOT / "tests" / "data" / "h200_graphs").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("trace", [t for t in ODD_TRACES if "execution_trace" not in t.name], ids=lambda t: t.name)
+def test_every_kind_of_trace_gives_a_path_or_a_warning_never_a_crash(magpie, trace):
+    """CPU-only, GPU-only (rocprof, no launches), ROCm, MTIA, graph replays, torch.compile:
+    exit 0, every window's breakdown adds up, and what is missing is said on stderr."""
+    r = run(magpie, trace, "--json", "-s", "launch:0", "-s", "sync:0", "-s", "cpu:2x")
+    for rank in json.loads(r.stdout)["ranks"]:
+        for p in rank["paths"]:
+            assert sum(p["breakdown"][c]["us"] for c in CATEGORIES) == pytest.approx(p["length_us"], abs=0.01)
+        if rank["graph"]["gpu_nodes"] == 0:
+            assert "no GPU work" in r.stderr
+
+
 def test_bad_scenario_is_a_usage_error_before_reading(magpie, tmp_path):
     r = run(magpie, tmp_path / "missing.json", "--scenario", "op:aten::mm:fast", check=False)
     assert r.returncode == 2
