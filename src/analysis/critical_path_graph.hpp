@@ -23,7 +23,7 @@
 // Weights are chosen so that re-timing the unchanged graph gives back every
 // recorded time exactly: each node has one binding edge whose weight is the
 // measured one, and the other edges carry physical lower bounds no larger
-// than measured (see docs/CRITICAL_PATH.md, "How the graph is built").
+// than measured (docs/CRITICAL_PATH.md, "The dependency graph").
 #include <cstdint>
 #include <string>
 #include <vector>
