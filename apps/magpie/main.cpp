@@ -15,6 +15,7 @@
 #include "results_command.hpp"
 #include "tracelens_command.hpp"
 #include "unknown_arguments.hpp"
+#include "whatif_command.hpp"
 #include "core/error.hpp"
 #include "core/phase_times.hpp"
 #include "gpu/environment.hpp"
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   mcp.register_with(app);
   magpie::app::BatchCommand batch;
   batch.register_with(app);
+  magpie::app::WhatIfCommand whatif;
+  whatif.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
     if (results.parsed()) return results.run(verbose);
     if (replay.parsed()) return replay.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
+    if (whatif.parsed()) return whatif.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());

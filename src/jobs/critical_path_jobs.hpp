@@ -1,0 +1,49 @@
+#pragma once
+// The critical-path / what-if job: `magpie whatif` comes here (and any other
+// face that wants the same files). Loads a trace once, builds each rank's
+// dependency graph, its critical paths per iteration, the requested what-if
+// scenarios and the per-op gain bounds, and writes them.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/critical_path.hpp"
+#include "analysis/critical_path_whatif.hpp"
+#include "jobs/job_context.hpp"
+#include "trace/kineto_reader.hpp"
+
+namespace magpie::jobs {
+
+struct WhatIfRequest {
+  std::filesystem::path trace_path;
+  std::vector<std::string> scenarios;  // analysis::parse_scenario syntax
+  trace::IngestOptions ingest;
+  std::filesystem::path output_dir;  // empty: write nothing
+  size_t bound_ops = 10;             // ops per side (GPU, host) with a gain bound
+};
+
+struct RankWhatIf {
+  analysis::CriticalPathReport report;
+  std::vector<analysis::WhatIfResult> results;
+  std::vector<analysis::OpGainBound> bounds;
+};
+
+struct WhatIfOutcome {
+  std::vector<RankWhatIf> ranks;
+  std::vector<std::filesystem::path> files;
+  double ingest_seconds = 0;
+  double analysis_seconds = 0;  // graph + paths + scenarios + bounds, all ranks
+};
+
+// Throws Error(kUsage) for a bad scenario (before reading the trace), and the
+// loader's errors for unreadable traces.
+WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context);
+
+// critical_path.json as written.
+nlohmann::json report_json(const WhatIfOutcome& outcome);
+// The console summary (stdout).
+std::string console_text(const WhatIfOutcome& outcome);
+
+}  // namespace magpie::jobs
