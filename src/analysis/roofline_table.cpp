@@ -28,9 +28,9 @@ std::string peak_check(const RooflineFigures& f, double achieved_tflops, double 
   std::string why;
   if (f.peak_tflops > 0 && achieved_tflops > f.peak_tflops) {
     why = fmt::format(
-        "above the {} compute peak ({:.4g} > {:.4g} TFLOP/s): impossible; the op's FLOPs or the "
-        "kernels counted for it are wrong for this call (work of other ops, or a faster "
-        "precision than its inputs' dtype, e.g. TF32 for fp32)",
+        "above the {} compute peak ({:.4g} > {:.4g} TFLOP/s): impossible; the FLOPs or kernels "
+        "counted for the op are wrong for it (other ops' work, or a faster precision than its "
+        "inputs' dtype, e.g. TF32 for fp32), or the trace ran on another GPU (--gpu-arch)",
         f.compute_spec.empty() ? "device's" : f.compute_spec, achieved_tflops, f.peak_tflops);
   }
   if (f.mem_bw_tbps > 0 && achieved_tbps > f.mem_bw_tbps) {

@@ -152,7 +152,7 @@ void peak_warning(const std::string& where, const StageAnalysis& a,
                               [](const OpGroup& x) { return x.calls_above_peak > 0; });
   warnings.push_back(fmt::format(
       "{}: {} op group(s) run faster than the device's peak allows, flagged in the Peak Check "
-      "column (peak_check in the compact CSV); the first: {} [{}] {}",
+      "column (peak_check in the compact CSV); the first: {} {}: {}",
       where, a.groups_above_peak, g->name, g->input_dims, g->above_peak));
 }
 

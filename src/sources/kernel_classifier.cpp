@@ -199,8 +199,10 @@ NameCategory classify_category(KernelFamily family, const NameFacts& f) {
     if (k.has({"nchwtonhwc", "nhwctonchw", "nchwtonchwc", "transpose", "reorder", "permute"})) {
       return NameCategory::kCopy;
     }
-    if (k.has({"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv_", "gemm",
-               "scudnn", "hcudnn", "winograd", "fft", "implicit", "precomputed", "xmma"})) {
+    // The whole signature: cuDNN's CUTLASS wrappers name the engine in a template argument.
+    const Keywords full(f.demangled);
+    if (full.has({"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv_", "gemm",
+                  "scudnn", "hcudnn", "winograd", "fft", "implicit", "precomputed", "xmma"})) {
       return NameCategory::kGemm;
     }
   }

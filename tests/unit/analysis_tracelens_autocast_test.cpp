@@ -83,7 +83,7 @@ TEST(TracelensAutocast, OuterOpGetsItsSubtreeKernelsAndFlopsOnce) {
 
   // The inner ops of a modelled op are not reported (their FLOPs would count twice).
   for (const char* inner : {"aten::convolution", "aten::_convolution", "aten::cudnn_convolution",
-                            "aten::matmul", "aten::mm"}) {
+                            "aten::matmul"}) {
     EXPECT_TRUE(kernels_of(l, a, inner).empty()) << inner;
   }
   // conv1d(x [8, 256, 2048], w [512, 256, 3]): 2·N·K·L·C·R (+ bias) FLOPs, once per call.
@@ -94,7 +94,9 @@ TEST(TracelensAutocast, OuterOpGetsItsSubtreeKernelsAndFlopsOnce) {
     if (!g.cost || g.first.peak_tflops <= 0) continue;
     const bool above = g.mean_achieved_tflops > g.first.peak_tflops ||
                        g.mean_achieved_tbps > arch.mem_bw_tbps;
-    if (above) EXPECT_FALSE(g.above_peak.empty()) << g.name;
+    if (above) {
+      EXPECT_FALSE(g.above_peak.empty()) << g.name;
+    }
     EXPECT_LE(g.mean_achieved_tflops, g.first.peak_tflops) << g.name << " " << g.above_peak;
   }
 }
@@ -123,17 +125,25 @@ TEST(TracelensAutocast, OpsWithoutShapesAreCategorisedByName) {
   const GpuArch arch = *find_gpu_arch("H100", builtin_gpu_archs());
   const StageAnalysis a = whole(l, &arch);
   std::map<std::string, std::string> category;
-  double other_us = 0, total_us = 0;
+  size_t gemm_kernels = 0;
   for (const auto& c : a.calls) {
     EXPECT_FALSE(c.cost) << c.name;
     category[c.name] = c.category;
-    total_us += c.kernel_us;
-    if (c.category == "other") other_us += c.kernel_us;
+    // Every kernel kernel_summary calls GEMM belongs to an op the op tables
+    // call a matrix op.
+    for (uint32_t r : c.gpu_rows) {
+      if (sources::parse_kernel_name(l.trace.name(r)).category != sources::KernelCategory::kGemm) {
+        continue;
+      }
+      ++gemm_kernels;
+      EXPECT_TRUE(c.category == "GEMM" || c.category.starts_with("CONV_"))
+          << c.name << " (" << c.category << ") launched " << l.trace.name(r);
+    }
   }
+  EXPECT_GT(gemm_kernels, 0u);
   EXPECT_EQ(category["aten::mm"], "GEMM");
   EXPECT_EQ(category["aten::cudnn_convolution"], "CONV_fwd");
   EXPECT_EQ(category["aten::convolution_backward"], "CONV_bwd");
-  EXPECT_LT(other_us, 0.5 * total_us);
 
   EXPECT_EQ(op_category_by_name("c10d::allgather_", {}), "communication");
   EXPECT_EQ(op_category_by_name("nccl:all_reduce", {}), "communication");
