@@ -278,6 +278,27 @@ StageAnalysis analyze_stage(const StageInputs& in) {
   auto owners = attribute_kernels(
       s, in.gpu_rows, [&](OpRef r) { return costs.get(r).has_value(); },
       AttributionRule::kOutermostModelled);
+  // Without a modelled op on the way up (no recorded shapes), the op the user
+  // wrote is the outermost op whose name says what it is (aten::linear,
+  // aten::conv1d): it gets its subtree's kernels, as it would with shapes.
+  std::unordered_map<uint64_t, bool> named;  // (source, op name) → has a category by name
+  auto known_by_name = [&](OpRef r) {
+    const auto& ot = s.trace_of(r);
+    const trace::StringId id = ot.events.name[static_cast<size_t>(r.row)];
+    const uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(r.source)) << 32 | id;
+    auto [it, inserted] = named.try_emplace(key, false);
+    if (inserted) it->second = op_category_by_name(ot.name(static_cast<size_t>(r.row)), {}) != "other";
+    return it->second;
+  };
+  for (auto& k : owners) {
+    if (!k.leaf.valid() || costs.get(k.op).has_value()) continue;
+    const auto& ot = s.trace_of(k.leaf);
+    const auto& ol = s.links_of(k.leaf);
+    for (int32_t p = k.leaf.row; p >= 0; p = ol.parent[static_cast<size_t>(p)]) {
+      if (ot.events.category[static_cast<size_t>(p)] != Category::kCpuOp) continue;
+      if (known_by_name({k.leaf.source, p})) k.op = {k.leaf.source, p};
+    }
+  }
 
   std::unordered_map<CallKey, size_t, CallKeyHash> call_index;
   std::unordered_map<int32_t, size_t> graph_calls;  // graph launch row → its pseudo call
