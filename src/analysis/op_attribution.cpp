@@ -14,7 +14,8 @@ const trace::TraceLinks& AttributionSources::links_of(OpRef r) const {
 
 std::vector<KernelOwner> attribute_kernels(const AttributionSources& s,
                                            std::span<const uint32_t> gpu_rows,
-                                           const std::function<bool(OpRef)>& has_model) {
+                                           const std::function<bool(OpRef)>& has_model,
+                                           AttributionRule rule) {
   std::vector<KernelOwner> out;
   out.reserve(gpu_rows.size());
   for (uint32_t r : gpu_rows) {
@@ -32,16 +33,19 @@ std::vector<KernelOwner> attribute_kernels(const AttributionSources& s,
       k.leaf = {0, trace::launching_op(*s.trace, *s.links, r)};
     }
     k.op = k.leaf;
-    if (k.leaf.valid() && !has_model(k.leaf)) {
+    k.nearest = k.leaf;
+    if (k.leaf.valid()) {
       const auto& t = s.trace_of(k.leaf);
       const auto& l = s.links_of(k.leaf);
+      bool found = has_model(k.leaf);
       for (int32_t p = l.parent[static_cast<size_t>(k.leaf.row)]; p >= 0;
            p = l.parent[static_cast<size_t>(p)]) {
+        if (found && rule == AttributionRule::kNearestModelled) break;
         if (t.events.category[static_cast<size_t>(p)] != Category::kCpuOp) continue;
-        if (has_model({k.leaf.source, p})) {
-          k.op = {k.leaf.source, p};
-          break;
-        }
+        if (!has_model({k.leaf.source, p})) continue;
+        if (!found) k.nearest = {k.leaf.source, p};
+        k.op = {k.leaf.source, p};
+        found = true;
       }
     }
     out.push_back(k);

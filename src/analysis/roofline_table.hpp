@@ -13,6 +13,7 @@
 #include "analysis/op_attribution.hpp"
 #include "analysis/perf_model.hpp"
 #include "analysis/step_annotation.hpp"
+#include "sources/kernel_name.hpp"
 
 namespace magpie::analysis {
 
@@ -35,8 +36,16 @@ struct OpCall {
 struct RooflineFigures {
   std::string compute_spec;  // "matrix_bf16", ...
   double peak_tflops = 0;
+  double mem_bw_tbps = 0;
   RooflinePoint point;
 };
+
+// Why measured rates are above what the device can do, or "" when they are not:
+// an achieved TFLOP/s above the compute peak for the dtype and units (the FLOPs
+// or the kernels counted for the op are wrong for it), or an achieved TB/s above
+// the memory bandwidth (operands served from cache, or the bytes overcounted).
+// Rows with such rates carry this text in their "Peak Check" column.
+std::string peak_check(const RooflineFigures& f, double achieved_tflops, double achieved_tbps);
 
 // Calls with the same category, op name and recorded arguments.
 struct OpGroup {
@@ -48,6 +57,10 @@ struct OpGroup {
   double total_us = 0;
   RooflineFigures first;  // the roofline of the first call (all calls share the model)
   double mean_achieved_tflops = 0, mean_achieved_tbps = 0, mean_pct_roofline = 0;
+  // Calls whose rates exceed the device's peak, and why (peak_check of the
+  // fastest such call); empty when none does.
+  size_t calls_above_peak = 0;
+  std::string above_peak;
 };
 
 // One kernel name, with the roofline of the calls where it was its op's only kernel.
@@ -60,6 +73,8 @@ struct KernelGroup {
   std::string compute_spec, bound;
   double arithmetic_intensity = 0, roofline_time_us = 0;
   double mean_achieved_tflops = 0, mean_achieved_tbps = 0, mean_pct_roofline = 0;
+  size_t modelled_above_peak = 0;  // single-kernel calls whose rates exceed the peak
+  std::string above_peak;          // why, as OpGroup::above_peak
 };
 
 struct StageAnalysis {
@@ -73,6 +88,7 @@ struct StageAnalysis {
   size_t graph_events = 0;         // replayed from graphs
   size_t graph_events_attributed = 0;
   size_t ops_without_shapes = 0;  // calls of ops that recorded no Input Dims
+  size_t groups_above_peak = 0;   // op groups with a call above the device's peak
 };
 
 struct StageInputs {
@@ -86,6 +102,13 @@ RooflineFigures roofline_on(const GpuArch* arch, const OpCost& cost, double meas
 // TraceLens-style category of a modelled op: GEMM, SDPA_fwd, CONV_fwd, MoE_fused,
 // UnaryElementwise, BinaryElementwise, reduce, softmax, NORM_fwd, KV_cache.
 std::string op_category(const OpCost& cost);
+
+// The category of an op without a model (no recorded shapes, or arguments the
+// model does not take), from its name and else from its kernels' categories, so
+// that the op tables agree with kernel_summary: GEMM, CONV_fwd, CONV_bwd,
+// SDPA_fwd, communication, ...; "other" when neither says.
+std::string op_category_by_name(std::string_view op_name,
+                                std::span<const sources::KernelCategory> kernel_categories);
 
 StageAnalysis analyze_stage(const StageInputs& in);
 

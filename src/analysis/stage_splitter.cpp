@@ -124,6 +124,22 @@ std::string iteration_start_op(const Trace& t, const TraceLinks& links,
   return {};
 }
 
+// Time order, busy time (union of intervals) and span of an iteration's GPU work.
+void finish_gpu_rows(const Trace& t, Iteration& it) {
+  const auto& e = t.events;
+  std::sort(it.gpu_rows.begin(), it.gpu_rows.end(),
+            [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
+  std::vector<Interval> iv;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (uint32_t r : it.gpu_rows) {
+    iv.emplace_back(e.ts_ns[r], e.end_ns(r));
+    lo = std::min(lo, e.ts_ns[r]);
+    hi = std::max(hi, e.end_ns(r));
+  }
+  it.gpu_busy_us = static_cast<double>(merge_intervals(iv)) / 1e3;
+  it.gpu_duration_us = iv.empty() ? 0.0 : static_cast<double>(hi - lo) / 1e3;
+}
+
 void assign_gpu_rows(const Trace& t, const TraceLinks& links, std::vector<Iteration>& its) {
   const auto& e = t.events;
   std::vector<int64_t> starts;
@@ -137,19 +153,7 @@ void assign_gpu_rows(const Trace& t, const TraceLinks& links, std::vector<Iterat
     auto& it = its[static_cast<size_t>(pos - 1)];
     if (when <= it.end_ns) it.gpu_rows.push_back(r);
   }
-  for (auto& it : its) {
-    std::sort(it.gpu_rows.begin(), it.gpu_rows.end(),
-              [&](uint32_t a, uint32_t b) { return e.ts_ns[a] < e.ts_ns[b]; });
-    std::vector<Interval> iv;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (uint32_t r : it.gpu_rows) {
-      iv.emplace_back(e.ts_ns[r], e.end_ns(r));
-      lo = std::min(lo, e.ts_ns[r]);
-      hi = std::max(hi, e.end_ns(r));
-    }
-    it.gpu_busy_us = static_cast<double>(merge_intervals(iv)) / 1e3;
-    it.gpu_duration_us = iv.empty() ? 0.0 : static_cast<double>(hi - lo) / 1e3;
-  }
+  for (auto& it : its) finish_gpu_rows(t, it);
 }
 
 StagePick pick_for(Stage stage, const std::vector<Iteration>& its, size_t num_steps) {
@@ -228,6 +232,25 @@ TokenGuess guess_from(const Trace& t, const std::vector<uint32_t>& emb, int64_t 
 }
 
 }  // namespace
+
+Iteration whole_trace_iteration(const Trace& t) {
+  Iteration it;
+  it.step.grammar = "whole_trace";
+  it.marker = "whole trace";
+  it.stage_source = "no iteration has a stage";
+  const auto& e = t.events;
+  it.start_ns = INT64_MAX;
+  it.end_ns = INT64_MIN;
+  for (uint32_t r = 0; r < e.size(); ++r) {
+    if (!trace::is_gpu_activity(e.category[r])) continue;
+    it.gpu_rows.push_back(r);
+    it.start_ns = std::min(it.start_ns, e.ts_ns[r]);
+    it.end_ns = std::max(it.end_ns, e.end_ns(r));
+  }
+  if (it.gpu_rows.empty()) it.start_ns = it.end_ns = 0;
+  finish_gpu_rows(t, it);
+  return it;
+}
 
 TokenGuess guess_stage_from_tokens(const Trace& t, int64_t start_ns, int64_t end_ns) {
   return guess_from(t, embedding_rows(t), start_ns, end_ns);

@@ -47,6 +47,10 @@ struct StageSplit {
 StageSplit split_stages(const trace::Trace& trace, const trace::TraceLinks& links,
                         size_t num_steps = 0);
 
+// Every GPU event of the trace as one iteration (stage kUnknown): what inference
+// mode reports when no iteration has a stage.
+Iteration whole_trace_iteration(const trace::Trace& trace);
+
 // The stage and batch of one forward pass judged from its token-id input: the
 // first aten::embedding in [start, end) with ids [B, S] is a prefill when
 // S > 1, else a decode. Flattened ids ([T], vLLM/SGLang) give kUnknown.

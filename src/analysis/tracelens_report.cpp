@@ -143,6 +143,19 @@ void input_warnings(const trace::Trace& t, std::vector<std::string>& warnings) {
   }
 }
 
+// Rows whose rates exceed the device's peak are flagged in their tables'
+// "Peak Check" column; the manifest says so too, with the first such row.
+void peak_warning(const std::string& where, const StageAnalysis& a,
+                  std::vector<std::string>& warnings) {
+  if (a.groups_above_peak == 0) return;
+  const auto g = std::find_if(a.groups.begin(), a.groups.end(),
+                              [](const OpGroup& x) { return x.calls_above_peak > 0; });
+  warnings.push_back(fmt::format(
+      "{}: {} op group(s) run faster than the device's peak allows, flagged in the Peak Check "
+      "column (peak_check in the compact CSV); the first: {} {}: {}",
+      where, a.groups_above_peak, g->name, g->input_dims, g->above_peak));
+}
+
 TraceLensPhasePick make_pick(const Iteration& it, const StagePick& p, const std::string& trace_path) {
   TraceLensPhasePick pick;
   pick.stage = p.stage;
@@ -160,9 +173,9 @@ TraceLensPhasePick make_pick(const Iteration& it, const StagePick& p, const std:
   return pick;
 }
 
-json pick_json(const TraceLensPhasePick& p) {
-  return {{"stage", std::string(to_string(p.stage))},
-          {"output_label", std::string(output_label(p.stage))},
+json pick_json(const TraceLensPhasePick& p, const std::string& key, const std::string& label) {
+  return {{"stage", key},
+          {"output_label", label},
           {"batch_size", p.batch_size},
           {"trace_path", p.trace_path},
           {"num_gpu_events", p.num_gpu_events},
@@ -428,24 +441,20 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
 
   AttributionSources sources{&main.trace, &main.links, &captures,
                              alignment ? &*alignment : nullptr};
-  for (Stage stage : r.stages) {
-    const std::string key(to_string(stage));
-    auto pick = std::find_if(split.picks.begin(), split.picks.end(),
-                             [&](const StagePick& p) { return p.stage == stage; });
-    if (pick == split.picks.end()) {
-      r.warnings.push_back(key + ": no candidate iteration found; skipping perf report");
-      continue;
-    }
-    const Iteration& it = split.iterations[pick->iteration];
+  // One stage's tables from one iteration, written under out_root/label.
+  auto report_stage = [&](Stage stage, const std::string& key, const std::string& label,
+                          const Iteration& it, const StagePick& pick) {
     TraceLensStageResult sr;
     sr.stage = stage;
+    sr.key = key;
+    sr.label = label;
     sr.trace_path = trace_path.string();
-    sr.pick = make_pick(it, *pick, trace_path.string());
+    sr.pick = make_pick(it, pick, trace_path.string());
 
     StageInputs in{sources, it.gpu_rows, &it.step, arch.arch ? &*arch.arch : nullptr};
     const StageAnalysis a = analyze_stage(in);
+    peak_warning(key, a, r.warnings);
     const StageTables tables = make_stage_tables(a);
-    const std::string label(output_label(stage));
     sr.output_dir = out_root / label;
     std::vector<std::string> errors;
     sr.files = write_tables(tables, sr.output_dir, o, errors);
@@ -471,6 +480,35 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
     r.errors.insert(r.errors.end(), errors.begin(), errors.end());
     r.output_files.insert(r.output_files.end(), sr.files.begin(), sr.files.end());
     r.stage_results.push_back(std::move(sr));
+  };
+  if (split.picks.empty()) {
+    // No iteration has a stage (no step annotations, no [batch, seq] token
+    // ids): the whole trace is reported as one stage rather than nothing.
+    const Iteration whole = whole_trace_iteration(main.trace);
+    StagePick pick;
+    pick.stage = Stage::kUnknown;
+    pick.candidates = 1;
+    pick.selection_reason = fmt::format(
+        "no iteration has a stage ({} found by {}): every GPU event of the trace, as one stage",
+        split.iterations.size(), split.method);
+    r.warnings.push_back(
+        "no prefill/decode stage could be told in the trace (no engine step annotations, no "
+        "[batch, seq] token ids): the whole trace is reported as one stage, whole_trace/ "
+        "(profile with the engine's step annotations for per-stage reports)");
+    r.iterations["whole_trace"] = 1;
+    report_stage(Stage::kUnknown, "whole_trace", "whole_trace", whole, pick);
+  } else {
+    for (Stage stage : r.stages) {
+      const std::string key(to_string(stage));
+      auto pick = std::find_if(split.picks.begin(), split.picks.end(),
+                               [&](const StagePick& p) { return p.stage == stage; });
+      if (pick == split.picks.end()) {
+        r.warnings.push_back(key + ": no candidate iteration found; skipping perf report");
+        continue;
+      }
+      report_stage(stage, key, std::string(output_label(stage)), split.iterations[pick->iteration],
+                   *pick);
+    }
   }
   if (o.collective_report.value_or(false)) {
     // Every rank of the folder, each rank's last cycle (the rank-0 trace is read again).
@@ -520,6 +558,7 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
                 [&](uint32_t a, uint32_t b) { return t.events.ts_ns[a] < t.events.ts_ns[b]; });
       AttributionSources sources{&t, &links, nullptr, nullptr};
       const StageAnalysis a = analyze_stage({sources, rows, nullptr, arch.arch ? &*arch.arch : nullptr});
+      peak_warning(trace::rank_label(t.rank, t.cycle, t.cycles), a, r.warnings);
       const StageTables tables = make_stage_tables(a);
       const fs::path dir = out_root / trace::rank_file_label(t.rank, t.cycle, t.cycles);
       for (auto& f : write_tables(tables, dir, o, r.errors)) r.output_files.push_back(std::move(f));
@@ -537,13 +576,13 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
 }
 
 json stage_result_json(const TraceLensStageResult& sr) {
-  json j = {{"stage", std::string(to_string(sr.stage))},
+  json j = {{"stage", sr.key},
             {"trace_path", sr.trace_path},
             {"output_dir", sr.output_dir.string()},
             {"files", sr.files},
             {"simple_summary_file", sr.simple_summary_file}};
   if (sr.error) j["error"] = *sr.error;
-  j["phase_pick"] = pick_json(sr.pick);
+  j["phase_pick"] = pick_json(sr.pick, sr.key, sr.label);
   j["summary"] = {{"gpu_events", sr.gpu_events},
                   {"kernel_time_us", sr.kernel_time_us},
                   {"ops", sr.ops},
@@ -620,9 +659,8 @@ json tracelens_manifest_json(const TraceLensResult& r) {
   m["stage_results"] = json::object();
   m["phase_picks"] = json::object();
   for (const auto& sr : r.stage_results) {
-    const std::string key(to_string(sr.stage));
-    m["stage_results"][key] = stage_result_json(sr);
-    m["phase_picks"][key] = pick_json(sr.pick);
+    m["stage_results"][sr.key] = stage_result_json(sr);
+    m["phase_picks"][sr.key] = pick_json(sr.pick, sr.key, sr.label);
   }
   m["timing_s"] = {{"load", r.load_s}, {"analyse_and_write", r.analyse_s}, {"total", r.total_s}};
   return m;

@@ -63,6 +63,9 @@ struct TraceLensPhasePick {
 
 struct TraceLensStageResult {
   Stage stage = Stage::kDecode;
+  // The manifest's key and the file label: the stage's ("decode", "decode_only"),
+  // or "whole_trace" for the whole trace when no iteration has a stage.
+  std::string key, label;
   std::string trace_path;
   std::filesystem::path output_dir;
   std::vector<std::string> files;

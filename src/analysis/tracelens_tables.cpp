@@ -146,7 +146,8 @@ Table kernel_table(const StageAnalysis& a) {
            "TFLOPS/s_mean",
            "TB/s_mean",
            "Pct Roofline_mean",
-           "Roofline Time (µs)"},
+           "Roofline Time (µs)",
+           "Peak Check"},
           {}};
   for (const auto& k : a.kernels) {
     std::vector<double> d = k.durations_us;
@@ -177,7 +178,8 @@ Table kernel_table(const StageAnalysis& a) {
                       m ? num(k.mean_achieved_tflops) : Cell{},
                       m ? num(k.mean_achieved_tbps) : Cell{},
                       m ? num(k.mean_pct_roofline) : Cell{},
-                      m ? num(k.roofline_time_us) : Cell{}});
+                      m ? num(k.roofline_time_us) : Cell{},
+                      text(k.above_peak)});
   }
   return t;
 }
@@ -204,7 +206,7 @@ std::vector<Table> category_tables(const StageAnalysis& a) {
           "Kernel Time (µs)_min", "Kernel Time (µs)_max", "Percentage (%)", "GFLOPS",
           "Data Moved (MB)", "FLOPS/Byte", "TFLOPS/s_mean", "TB/s_mean", "Compute Spec",
           "Peak TFLOPS", "Roofline Bound", "Pct Roofline_mean", "Roofline Time (µs)_first",
-          "has_perf_model"}) {
+          "has_perf_model", "Peak Check"}) {
       t.columns.emplace_back(c);
     }
     for (const OpGroup* g : groups) {
@@ -222,7 +224,7 @@ std::vector<Table> category_tables(const StageAnalysis& a) {
            {count(g->calls), kernels_per_call(*g), num(g->total_us), num(g->total_us / n), num(*mn),
             num(*mx), num(pct(g->total_us, a.total_gpu_us)), p.gflops, p.mb, p.ai, p.tflops, p.tbps,
             p.spec, g->cost && g->first.peak_tflops > 0 ? num(g->first.peak_tflops) : Cell{},
-            p.bound, p.pct_roof, p.roof_time, Cell{g->cost.has_value()}}) {
+            p.bound, p.pct_roof, p.roof_time, Cell{g->cost.has_value()}, text(g->above_peak)}) {
         row.push_back(std::move(c));
       }
       t.rows.push_back(std::move(row));
@@ -264,7 +266,8 @@ Table simple_summary_table(const StageAnalysis& a) {
                       Cell{g.cost.has_value()},
                       text(params_json),
                       text(g.input_dims),
-                      text(g.input_type)});
+                      text(g.input_type),
+                      text(g.above_peak)});
   }
   return t;
 }
@@ -292,7 +295,8 @@ const std::vector<std::string>& simple_summary_columns() {
                                                  "has_perf_model",
                                                  "params_json",
                                                  "input_dims",
-                                                 "input_type"};
+                                                 "input_type",
+                                                 "peak_check"};
   return kColumns;
 }
 

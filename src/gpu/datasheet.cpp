@@ -32,6 +32,15 @@ constexpr std::string_view kMI300A = "AMD Instinct MI300A APU datasheet";
 constexpr std::string_view kMI325X = "AMD Instinct MI325X Accelerator datasheet";
 constexpr std::string_view kMI350X = "AMD Instinct MI350X GPU datasheet";
 constexpr std::string_view kMI355X = "AMD Instinct MI355X GPU datasheet";
+constexpr std::string_view kGa102Wp = "NVIDIA Ampere GA102 GPU Architecture whitepaper";
+constexpr std::string_view kAdaWp = "NVIDIA Ada GPU Architecture whitepaper";
+constexpr std::string_view kGeForceSpecs =
+    "NVIDIA GeForce product page specifications (cores, boost clock, memory)";
+constexpr std::string_view kAdaDerived =
+    "derived: SMs x boost clock x the RTX 4090's per-SM tensor rate (Ada whitepaper)";
+constexpr std::string_view kRtxA6000 = "NVIDIA RTX A6000 datasheet";
+constexpr std::string_view kRtx6000Ada = "NVIDIA RTX 6000 Ada Generation datasheet";
+constexpr std::string_view kA10G = "Amazon EC2 G5 instance specifications (NVIDIA A10G)";
 constexpr std::string_view kNotStated = "not stated by the vendor";
 // SM counts NVIDIA's datasheets leave out, as the CUDA driver reports them
 // (cudaDeviceProp::multiProcessorCount, also Kineto's deviceProperties.numSms).
@@ -256,6 +265,78 @@ void turing_ampere_ada(std::vector<GpuSpec>& t) {
                    "HBM2e", 1.935, 300, "PCIe Gen4 x16 (NVLink bridge 600 GB/s)", 64, "A100"));
   t.push_back(a100("A100 PCIe 40GB", {"A100-PCIE-40GB", "A100 PCIe 40GB"}, "PCIe", 40, "HBM2",
                    1.555, 250, "PCIe Gen4 x16 (NVLink bridge 600 GB/s)", 64, "A100"));
+}
+
+// Workstation and consumer boards: GeForce figures with FP32 accumulate (what
+// PyTorch's fp16/bf16 GEMMs use; GeForce tensor cores run it at half the FP16-
+// accumulate rate the whitepapers also print), dense.
+void workstation_and_geforce(std::vector<GpuSpec>& t) {
+  struct Board {
+    std::string name;
+    std::vector<std::string> aliases;
+    std::string arch;
+    int minor;
+    double sms, mem_gb;
+    std::string mem_type;
+    double bw_tbps, clock, tdp, fp32, bf16, tf32, fp8, int8;
+    std::string_view peaks_src, board_src;
+    std::string note;
+  };
+  const std::string geforce =
+      "GeForce: BF16/FP16 with FP32 accumulate (the FP16-accumulate figure is twice it), "
+      "dense; FP8 with FP32 accumulate";
+  const std::vector<Board> boards = {
+      {"RTX 3090", {"GeForce RTX 3090"}, "sm_86", 6, 82, 24, "GDDR6X", 0.936, 1695, 350, 35.6,
+       71, 35.6, 0, 284, kGa102Wp, kGa102Wp, geforce},
+      {"RTX 4090", {"GeForce RTX 4090"}, "sm_89", 9, 128, 24, "GDDR6X", 1.008, 2520, 450, 82.6,
+       165.2, 82.6, 330.3, 660.6, kAdaWp, kAdaWp, geforce},
+      {"RTX 4090 D", {"GeForce RTX 4090 D", "RTX 4090D", "GeForce RTX 4090D"}, "sm_89", 9, 114, 24,
+       "GDDR6X", 1.008, 2520, 425, 73.5, 147.1, 73.5, 294.2, 588.3, kAdaDerived, kGeForceSpecs,
+       geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (NVIDIA publishes none)"},
+      {"RTX 4080 SUPER", {"GeForce RTX 4080 SUPER"}, "sm_89", 9, 80, 16, "GDDR6X", 0.736, 2550,
+       320, 52.2, 104.4, 52.2, 208.9, 417.8, kAdaDerived, kGeForceSpecs,
+       geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (INT8 matches NVIDIA's "
+                 "836 sparse AI TOPS halved)"},
+      {"RTX 4060", {"GeForce RTX 4060"}, "sm_89", 9, 24, 8, "GDDR6", 0.272, 2460, 115, 15.1, 30.2,
+       15.1, 60.5, 121, kAdaDerived, kGeForceSpecs,
+       geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (INT8 matches NVIDIA's "
+                 "242 sparse AI TOPS halved)"},
+      {"RTX A6000", {"NVIDIA RTX A6000"}, "sm_86", 6, 84, 48, "GDDR6", 0.768, 1800, 300, 38.7,
+       154.8, 77.4, 0, 309.7, kRtxA6000, kRtxA6000,
+       std::string(kSparseHalved) + " (full-rate FP32 accumulate on the professional board)"},
+      {"RTX 6000 Ada", {"RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation"}, "sm_89", 9,
+       142, 48, "GDDR6", 0.96, 2505, 300, 91.1, 364.25, 182.1, 728.5, 728.5, kRtx6000Ada,
+       kRtx6000Ada, std::string(kSparseHalved)},
+  };
+  for (const auto& b : boards) {
+    GpuSpec s = nvidia(b.name, b.aliases, b.arch, 8, b.minor, "PCIe");
+    s.compute_units = f(b.sms, b.board_src);
+    s.memory_gb = f(b.mem_gb, b.board_src);
+    s.memory_type = b.mem_type;
+    s.memory_bandwidth_tbps = f(b.bw_tbps, b.board_src);
+    s.boost_clock_mhz = f(b.clock, b.board_src);
+    s.tdp_w = f(b.tdp, b.board_src);
+    s.interconnect = "PCIe Gen4 x16";
+    s.interconnect_gbps = f(64, b.board_src);
+    std::vector<Peak> list{{P::kBf16, M, b.bf16}, {P::kFp16, M, b.bf16}, {P::kTf32, M, b.tf32},
+                           {P::kInt8, M, b.int8}};
+    if (b.fp8 > 0) list.push_back({P::kFp8, M, b.fp8});
+    for (const auto& p : list) s.peaks.push_back({p.p, p.u, {p.tflops, b.peaks_src}});
+    s.peaks.push_back({P::kFp32, V, {b.fp32, b.board_src}});
+    s.note = b.note;
+    t.push_back(std::move(s));
+  }
+
+  // AWS's A10G: NVIDIA publishes no datasheet and AWS states memory only; no
+  // compute peak is guessed (the roofline keeps its memory side).
+  GpuSpec a10g = nvidia("A10G", {"NVIDIA A10G"}, "sm_86", 8, 6, "PCIe");
+  a10g.compute_units = unknown();
+  a10g.memory_gb = f(24, kA10G);
+  a10g.memory_type = "GDDR6";
+  a10g.memory_bandwidth_tbps = f(0.6, kA10G);
+  a10g.interconnect = "PCIe Gen4 x16";
+  a10g.note = "no public compute peaks: pass them with --gpu-arch-file";
+  t.push_back(std::move(a10g));
 }
 
 void hopper(std::vector<GpuSpec>& t) {
@@ -557,6 +638,7 @@ std::vector<GpuSpec> make_datasheet() {
   std::vector<GpuSpec> t;
   volta(t);
   turing_ampere_ada(t);
+  workstation_and_geforce(t);
   hopper(t);
   blackwell(t);
   cdna(t);

@@ -125,7 +125,7 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
     for (size_t i = 0; i < n; ++i) {
       const auto& sr = result.stage_results[i];
       labels.push_back(
-          fmt::format("{} (batch {})", analysis::to_string(sr.stage), sr.pick.batch_size));
+          fmt::format("{} (batch {})", sr.key, sr.pick.batch_size));
       busy.values.push_back(sr.pick.gpu_busy_us / 1000.0);
       idle.values.push_back(std::max(0.0, sr.pick.gpu_duration_us - sr.pick.gpu_busy_us) / 1000.0);
       if (auto cats = read_csv_file(sr.output_dir / "ops_summary_by_category.csv")) {
@@ -154,7 +154,7 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
              "unattributed events", "chosen because"},
             {}};
     for (const auto& sr : result.stage_results)
-      t.rows.push_back({std::string(analysis::to_string(sr.stage)),
+      t.rows.push_back({sr.key,
                         format_number(sr.pick.batch_size), std::to_string(sr.gpu_events),
                         format_us(sr.kernel_time_us), format_us(sr.pick.gpu_busy_us),
                         std::to_string(sr.ops), std::to_string(sr.unattributed_events),
@@ -164,7 +164,7 @@ Page tracelens_page(const analysis::TraceLensResult& result) {
   }
 
   for (const auto& sr : result.stage_results) {
-    Section s{fmt::format("Stage {}", analysis::to_string(sr.stage)), "", {}, {}};
+    Section s{fmt::format("Stage {}", sr.key), "", {}, {}};
     if (sr.error) s.text = "writer error: " + *sr.error;
     if (auto kernels = read_csv_file(sr.output_dir / "kernel_summary.csv"))
       add_top_kernels(s, *kernels);

@@ -101,7 +101,7 @@ TraceLensOutcome run_tracelens(const analysis::TraceLensOptions& request, const 
     recorder.metric("errors", static_cast<double>(out.result.errors.size()));
     recorder.metric("seconds", out.result.total_s);
     for (const auto& s : out.result.stage_results)
-      recorder.metric(std::string(analysis::to_string(s.stage)) + "_kernel_time_us", s.kernel_time_us);
+      recorder.metric(s.key + "_kernel_time_us", s.kernel_time_us);
     if (!out.result.errors.empty()) recorder.fail(out.result.errors.front());
     return out;
   });
@@ -119,7 +119,7 @@ std::string console_text(const TraceLensOutcome& outcome) {
                         r.gpu_arch_platform.value_or("unknown"));
     for (const auto& s : r.stage_results) {
       text += fmt::format("  {:<14} batch {:g}, {} GPU events, {:.1f} us busy -> {}\n",
-                          analysis::to_string(s.stage), s.pick.batch_size, s.pick.num_gpu_events,
+                          s.key, s.pick.batch_size, s.pick.num_gpu_events,
                           s.pick.gpu_busy_us, s.simple_summary_file);
     }
     if (r.graph_attribution) {

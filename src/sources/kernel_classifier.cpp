@@ -191,6 +191,21 @@ NameCategory classify_category(KernelFamily family, const NameFacts& f) {
       k.word({"mha", "mla", "mqa", "gqa"})) {
     return NameCategory::kAttention;
   }
+  // cuDNN/MIOpen: layout transforms around a convolution are copies; the
+  // convolution kernels themselves (fprop/dgrad/wgrad engines, implicit GEMMs,
+  // Winograd, FFT) are matrix work, as the xmma implicit-GEMM ones: GEMM (the
+  // kernel categories have no convolution of their own).
+  if (family == KernelFamily::kCudnn) {
+    if (k.has({"nchwtonhwc", "nhwctonchw", "nchwtonchwc", "transpose", "reorder", "permute"})) {
+      return NameCategory::kCopy;
+    }
+    // The whole signature: cuDNN's CUTLASS wrappers name the engine in a template argument.
+    const Keywords full(f.demangled);
+    if (full.has({"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "conv_", "gemm",
+                  "scudnn", "hcudnn", "winograd", "fft", "implicit", "precomputed", "xmma"})) {
+      return NameCategory::kGemm;
+    }
+  }
   const bool gemm_like = k.has({"gemm", "gemv", "matmul", "nvjet", "cijk_", "xmma"}) ||
                          k.word({"mm", "bmm", "addmm", "baddbmm", "ogs"});
   if ((k.has({"moe", "expert"}) && gemm_like) || k.has({"matmul_ogs", "fused_moe", "fmoe"})) {

@@ -128,7 +128,13 @@ def test_tracelens(magpie, target, mode, tmp_path):
     if proc.returncode == 0:
         manifest = tmp_path / "out" / "tracelens" / "tracelens_manifest.json"
         assert manifest.is_file(), f"no manifest for {target.name}"
-        json.loads(manifest.read_text())
+        m = json.loads(manifest.read_text())
+        if mode == "inference":
+            # Issue 26 item 8: a trace without stages is reported as one whole-trace
+            # stage, never as a manifest alone.
+            assert m["stage_results"], f"{target.name}: no stage report ({m['warnings']})"
+            for r in m["stage_results"].values():
+                assert all(Path(f).is_file() for f in r["files"])
 
 
 def test_memory_timeline_is_rejected_as_not_a_trace(magpie, tmp_path):

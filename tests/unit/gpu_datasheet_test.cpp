@@ -87,6 +87,39 @@ TEST(GpuDatasheet, DriverAndTraceSpellingsResolve) {
   EXPECT_EQ(resolved("AMD Instinct MI210"), "MI210");
 }
 
+// Issue 26, item 9: common workstation, consumer and cloud boards had no entry
+// (no roofline). Names as the CUDA driver (Kineto's deviceProperties) spells them;
+// memory as it reports it (GiB a little under the stated GB).
+TEST(GpuDatasheet, WorkstationAndGeForceBoardsResolve) {
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 3090", 25438126080), "RTX 3090");
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 4090", 25386352640), "RTX 4090");
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 4090 D", 25386352640), "RTX 4090 D");
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 4090D"), "RTX 4090 D");
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 4080 SUPER", 16852975616), "RTX 4080 SUPER");
+  EXPECT_EQ(resolved("NVIDIA GeForce RTX 4060", 8585216000), "RTX 4060");
+  EXPECT_EQ(resolved("NVIDIA RTX A6000", 51041271808), "RTX A6000");
+  EXPECT_EQ(resolved("NVIDIA RTX 6000 Ada Generation", 51527024640), "RTX 6000 Ada");
+  EXPECT_EQ(resolved("NVIDIA A10G", 23836753920), "A10G");
+  EXPECT_EQ(resolved("NVIDIA A10"), "A10");  // A10G's word is not A10's
+  // A GeForce board the table does not hold is not taken for a sibling.
+  EXPECT_EQ(find_spec_for_device("NVIDIA GeForce RTX 4080").spec, nullptr);
+  for (const char* name : {"RTX 3090", "RTX 4090", "RTX 4090 D", "RTX 4080 SUPER", "RTX 4060",
+                           "RTX A6000", "RTX 6000 Ada"}) {
+    const GpuSpec* s = find_spec(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_TRUE(s->memory_bandwidth_tbps.known()) << name;
+    auto bf16 = s->peak(Precision::kBf16, ExecUnit::kMatrix);
+    auto fp32 = s->peak(Precision::kFp32, ExecUnit::kVector);
+    ASSERT_TRUE(bf16 && fp32) << name;
+    // Dense tensor figures: the TF32 peak is half the BF16 one on these parts.
+    EXPECT_NEAR(s->peak(Precision::kTf32, ExecUnit::kMatrix)->value * 2, bf16->value,
+                0.01 * bf16->value)
+        << name;
+  }
+  EXPECT_DOUBLE_EQ(find_spec("RTX 4090")->peak(Precision::kBf16, ExecUnit::kMatrix)->value, 165.2);
+  EXPECT_DOUBLE_EQ(find_spec("RTX 3090")->memory_bandwidth_tbps.value, 0.936);
+}
+
 TEST(GpuDatasheet, UnknownOrAmbiguousNamesSayWhy) {
   auto unknown = find_spec_for_device("AMD Radeon Graphics", 68702699520);
   EXPECT_EQ(unknown.spec, nullptr);

@@ -183,6 +183,44 @@ TEST(KernelNameTest, NvidiaLibraryAndCommunicationNames) {
   EXPECT_EQ(ar.category, KernelCategory::kCommunication);
 }
 
+// cuDNN convolution engines are matrix work whatever their name says (issue 26,
+// item 9): before, only the xmma implicit-GEMM ones were GEMM and the fprop /
+// dgrad / wgrad engines were "other". Its layout transforms are copies.
+TEST(KernelClassifier, CudnnConvolutionKernelsAreGemm) {
+  for (const char* name : {
+           "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 8, 3, 3, 5, false, 512>(int, int, "
+           "int, float const*, int, float*, float const*, kernel_grad_params, unsigned long long, "
+           "int, float, int, int, int, int)",
+           "void cudnn::detail::dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int, int, "
+           "float const*, int, float const*, int, float*, kernel_grad_params, unsigned long long, "
+           "int, unsigned long long, int, float, int, int, int)",
+           "void cudnn::detail::dgrad2d_grouped_direct_kernel<float, float, float, float, true, "
+           "false, 0, 0, 0>(cudnnTensorStruct, float const*, cudnnFilterStruct, float const*, "
+           "cudnnConvolutionStruct, cudnnTensorStruct, float*, float, float, cudnn::reduced_divisor)",
+           "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_16x10_"
+           "nhwc_align4>(cutlass_tensorop_s1688fprop_optimized_tf32_64x64_16x10_nhwc_align4::Params)",
+           "cudnn_infer_ampere_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1",
+           // Recorded on an H100 under autocast (tests/data/autocast).
+           "sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x"
+           "64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
+       }) {
+    const KernelName k = parse_kernel_name(name);
+    EXPECT_EQ(k.family, KernelFamily::kCudnn) << name;
+    EXPECT_EQ(k.category, KernelCategory::kGemm) << name;
+  }
+  const KernelName layout = parse_kernel_name(
+      "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, "
+      "false, true, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, "
+      "__nv_bfloat16 const*, __nv_bfloat16*)");
+  EXPECT_EQ(layout.family, KernelFamily::kCudnn);
+  EXPECT_EQ(layout.category, KernelCategory::kElementwise);
+  // cuDNN's fused attention stays attention.
+  EXPECT_EQ(parse_kernel_name("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_"
+                              "16x128x128_1x4x1_cga1x1x1_kernel0_0")
+                .category,
+            KernelCategory::kAttention);
+}
+
 TEST(KernelNameTest, AnnotationKind) {
   EXPECT_EQ(parse_kernel_name("execute_context_0_generation_1").magpie_kind, "annotation");
 }
