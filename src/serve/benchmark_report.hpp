@@ -36,6 +36,14 @@ struct ConfigEcho {
   size_t num_cases = 0;
   double timeout_seconds = 0;
   std::vector<std::string> precision_args;  // engine flags `precision` became; empty = none
+  // Random prompts: token ids drawn from [min, max); the vocab size bounding
+  // them and the config.json it came from, when one was found.
+  struct TokenIds {
+    int32_t min = 0, max = 0;
+    std::optional<int64_t> vocab_size;
+    std::string vocab_from;
+  };
+  std::optional<TokenIds> token_ids;
 };
 
 // The engine the load went to (`server`).

@@ -1,0 +1,32 @@
+#pragma once
+// What a model's own files say, read without the network: its folder (a local
+// path, or the Hugging Face cache's snapshot of a hub id) and the vocabulary
+// size in its config.json. Random prompts draw token ids below it.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace magpie::serve {
+
+// The Hugging Face hub cache: `hf_cache_path`/hub when given, else
+// $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+std::filesystem::path hf_hub_dir(const std::string& hf_cache_path);
+
+// `model` as a folder: the path itself when it is a directory, else the cached
+// snapshot of a hub id (refs/main, else the one snapshot with a config.json).
+std::optional<std::filesystem::path> model_dir(const std::string& model, const std::string& hf_cache_path);
+
+struct ModelVocab {
+  int64_t size = 0;                    // config.json vocab_size (or text_config.vocab_size)
+  std::filesystem::path config_path;   // where it was read
+};
+std::optional<ModelVocab> model_vocab(const std::string& model, const std::string& hf_cache_path);
+
+// The same from a server's model card (/v1/models data[i]): vLLM's `root` is
+// the path or id it was started with, `id` the served name; each is tried.
+std::optional<ModelVocab> model_vocab_from_card(const nlohmann::json& card, const std::string& hf_cache_path);
+
+}  // namespace magpie::serve
