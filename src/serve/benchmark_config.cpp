@@ -278,9 +278,12 @@ namespace {
 
 // A flag's or --env's value for an env-style key, refused as a YAML value is.
 void check_env_value(const std::string& flag, const std::string& key, const std::string& value) {
-  if (auto kind = env_number_kind(key); kind && !parse_number(value, *kind))
-    throw config_value_error({flag}, key, describe(*kind), value,
-                             flag == "--env" ? fmt::format("e.g. --env {}=8", key) : fmt::format("e.g. {} 8", flag));
+  auto kind = env_number_kind(key);
+  if (!kind || parse_number(value, *kind)) return;
+  const char* example = *kind == NumberKind::kPort ? "8000" : *kind == NumberKind::kRangeRatio ? "0.5" : "8";
+  throw config_value_error({flag}, key, describe(*kind), value,
+                           flag == "--env" ? fmt::format("e.g. --env {}={}", key, example)
+                                           : fmt::format("e.g. {} {}", flag, example));
 }
 
 }  // namespace

@@ -234,14 +234,7 @@ nlohmann::json EngineServer::describe() const {
 std::string model_revision(const std::string& model, const std::string& hf_cache_path) {
   if (model.empty()) return {};
   if (fs::exists(model)) return "local:" + fs::absolute(model).string();
-  std::string dir = "models--";
-  for (char ch : model) {
-    if (ch == '/')
-      dir += "--";
-    else
-      dir.push_back(ch);
-  }
-  std::ifstream ref(hf_hub_dir(hf_cache_path) / dir / "refs" / "main");
+  std::ifstream ref(hf_repo_dir(model, hf_cache_path) / "refs" / "main");
   std::string rev;
   if (ref && std::getline(ref, rev)) return rev;
   return "unknown";

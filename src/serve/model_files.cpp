@@ -34,10 +34,7 @@ fs::path hf_hub_dir(const std::string& hf_cache_path) {
   return fs::path(home()) / ".cache" / "huggingface" / "hub";
 }
 
-std::optional<fs::path> model_dir(const std::string& model, const std::string& hf_cache_path) {
-  if (model.empty()) return std::nullopt;
-  std::error_code ec;
-  if (fs::is_directory(expand_home(model), ec)) return fs::path(expand_home(model));
+fs::path hf_repo_dir(const std::string& model, const std::string& hf_cache_path) {
   std::string name = "models--";
   for (char ch : model) {
     if (ch == '/')
@@ -45,7 +42,14 @@ std::optional<fs::path> model_dir(const std::string& model, const std::string& h
     else
       name.push_back(ch);
   }
-  const fs::path repo = hf_hub_dir(hf_cache_path) / name;
+  return hf_hub_dir(hf_cache_path) / name;
+}
+
+std::optional<fs::path> model_dir(const std::string& model, const std::string& hf_cache_path) {
+  if (model.empty()) return std::nullopt;
+  std::error_code ec;
+  if (fs::is_directory(expand_home(model), ec)) return fs::path(expand_home(model));
+  const fs::path repo = hf_repo_dir(model, hf_cache_path);
   if (!fs::is_directory(repo / "snapshots", ec)) return std::nullopt;
   std::ifstream ref(repo / "refs" / "main");
   std::string rev;

@@ -15,6 +15,9 @@ namespace magpie::serve {
 // $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
 std::filesystem::path hf_hub_dir(const std::string& hf_cache_path);
 
+// A hub id's folder in that cache: hub/models--org--name.
+std::filesystem::path hf_repo_dir(const std::string& model, const std::string& hf_cache_path);
+
 // `model` as a folder: the path itself when it is a directory, else the cached
 // snapshot of a hub id (refs/main, else the one snapshot with a config.json).
 std::optional<std::filesystem::path> model_dir(const std::string& model, const std::string& hf_cache_path);

@@ -7,7 +7,6 @@ the address, the clock and the limit), a serving run against the timed stub
 server (request counts, rate, ETA), a CPU compare (performance rounds) and gap
 analysis of the sample trace (bytes parsed, files loaded)."""
 import fcntl
-import http.server
 import os
 import pty
 import re
@@ -16,13 +15,13 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT  # noqa: E402
+from not_ready_server import not_ready_server  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LIVE = "\r\x1b[K"  # the renderer's rewrite-in-place prefix
@@ -63,25 +62,10 @@ def run_to_file(args, tmp: Path, *extra) -> tuple:
     return proc.returncode, err.read_text()
 
 
-class NotReady(http.server.BaseHTTPRequestHandler):
-    """Listens but answers 503, as a server still loading its model does (a
-    refused connection to --endpoint fails at once instead of waiting)."""
-
-    def do_GET(self):
-        self.send_response(503)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def not_ready_url():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotReady)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with not_ready_server() as url:
+        yield url
 
 
 def test_waiting_for_a_server_that_never_answers(magpie, not_ready_url, tmp_path):

@@ -14,20 +14,18 @@
   with the fix; ShareGPT prompts get --output-len as max_tokens.
 
 One server start for the module (about a minute on two cores)."""
-import http.server
 import json
-import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serving_env as env  # noqa: E402
+from not_ready_server import not_ready_server  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -69,31 +67,16 @@ def test_refused_endpoint_fails_within_seconds_with_exit_7(magpie, tmp_path):
         "a refused endpoint must not leave an empty workspace"
 
 
-class NotReady(http.server.BaseHTTPRequestHandler):
-    """Listens, but answers 503 as a server still loading its model does."""
-
-    def do_GET(self):
-        self.send_response(503)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
-def not_ready_server():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotReady)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+def not_ready_url():
+    with not_ready_server() as url:
+        yield url
 
 
-def test_a_wait_that_begins_is_said_on_stderr_when_it_is_a_file(magpie, not_ready_server, tmp_path):
-    proc = magpie_run(magpie, ["--endpoint", not_ready_server, "--ready-timeout", "2"], tmp_path)
+def test_a_wait_that_begins_is_said_on_stderr_when_it_is_a_file(magpie, not_ready_url, tmp_path):
+    proc = magpie_run(magpie, ["--endpoint", not_ready_url, "--ready-timeout", "2"], tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = f"waiting up to 2 s for the server at {not_ready_server} to become ready (--ready-timeout)"
+    line = f"waiting up to 2 s for the server at {not_ready_url} to become ready (--ready-timeout)"
     assert proc.stderr.count(line) == 1, proc.stderr
     assert "\x1b[" not in proc.stderr  # a plain line, no terminal codes
     errors = report_of(tmp_path)["errors"]
