@@ -29,24 +29,6 @@ Error bad(const std::string& origin, const std::string& what) {
                "see examples/benchmark.yaml for the accepted keys");
 }
 
-double to_double(const std::string& s, const char* what) {
-  std::string t = s;
-  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (t == "inf" || t == "infinity") return std::numeric_limits<double>::infinity();
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0')
-    throw Error(ErrorKind::kUsage, fmt::format("{}: '{}' is not a number", what, s));
-  return v;
-}
-
-int64_t to_int(const std::string& s, const char* what) {
-  double v = to_double(s, what);
-  if (!std::isfinite(v) || v != std::floor(v))
-    throw Error(ErrorKind::kUsage, fmt::format("{}: '{}' is not an integer", what, s));
-  return static_cast<int64_t>(v);
-}
-
 // Every value of the benchmark YAML is read here: a value of the wrong type or
 // range names the file, line:column, the key path as written, what was
 // expected and what was seen (config_value_error: exit 2), instead of
@@ -239,27 +221,41 @@ std::optional<NumberKind> env_number_kind(const std::string& key) {
   return std::nullopt;
 }
 
-std::vector<double> parse_double_list(const std::string& s, const char* what) {
+namespace {
+
+// A comma list of numbers of one kind ("1,2,inf", "4,8"), each through parse_number.
+std::vector<double> parse_list(const std::string& s, const char* what, NumberKind kind) {
   std::vector<double> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    auto comma = s.find(',', pos);
-    auto item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(to_double(item, what));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    auto v = parse_number(item, kind);
+    if (!v) throw config_value_error({}, what, describe(kind) + " (a comma list may hold several)", item);
+    out.push_back(*v);
   }
-  if (out.empty()) throw Error(ErrorKind::kUsage, fmt::format("{}: empty list", what));
+  if (out.empty()) throw config_value_error({}, what, describe(kind), s);
   return out;
+}
+
+// An env-style value: checked where it was read (YAML, flags); a config built
+// in code (MCP) is checked here, the same way.
+double env_number(const std::string& key, const std::string& text, const std::string& where = "envs") {
+  const NumberKind kind = env_number_kind(key).value_or(NumberKind::kNonNegative);
+  auto v = parse_number(text, kind);
+  if (!v) throw config_value_error({where}, key, describe(kind), text);
+  return *v;
+}
+
+}  // namespace
+
+std::vector<double> parse_double_list(const std::string& s, const char* what) {
+  return parse_list(s, what, NumberKind::kRate);
 }
 
 std::vector<int64_t> parse_int_list(const std::string& s, const char* what) {
   std::vector<int64_t> out;
-  for (double d : parse_double_list(s, what)) {
-    if (!std::isfinite(d) || d != std::floor(d) || d < 1)
-      throw Error(ErrorKind::kUsage, fmt::format("{}: values must be positive integers", what));
-    out.push_back(static_cast<int64_t>(d));
-  }
+  for (double d : parse_list(s, what, NumberKind::kPositiveInt)) out.push_back(static_cast<int64_t>(d));
   return out;
 }
 
@@ -310,15 +306,16 @@ std::string BenchmarkConfig::resolved_run_kind() const {
 
 std::vector<WorkloadCase> BenchmarkConfig::cases() const {
   WorkloadCase base;
-  base.concurrency = to_int(env("CONC", "32"), "CONC");
-  base.input_len = to_int(env("ISL", "1024"), "ISL");
-  base.output_len = to_int(env("OSL", "512"), "OSL");
-  base.range_ratio = to_double(env("RANDOM_RANGE_RATIO", "0.5"), "RANDOM_RANGE_RATIO");
+  base.concurrency = static_cast<int64_t>(env_number("CONC", env("CONC", "32")));
+  base.input_len = static_cast<int64_t>(env_number("ISL", env("ISL", "1024")));
+  base.output_len = static_cast<int64_t>(env_number("OSL", env("OSL", "512")));
+  base.range_ratio = env_number("RANDOM_RANGE_RATIO", env("RANDOM_RANGE_RATIO", "0.5"));
   base.input_len_given = !env("ISL").empty();
   base.output_len_given = !env("OSL").empty();
   bool explicit_prompts = !env("NUM_PROMPTS").empty();
   auto num_prompts_for = [&](const WorkloadCase& c) {
-    return explicit_prompts ? to_int(env("NUM_PROMPTS"), "NUM_PROMPTS") : c.concurrency * 10;
+    return explicit_prompts ? static_cast<int64_t>(env_number("NUM_PROMPTS", env("NUM_PROMPTS")))
+                            : c.concurrency * 10;
   };
   std::vector<WorkloadCase> out;
   auto add_rates = [&](WorkloadCase c) {
@@ -331,17 +328,19 @@ std::vector<WorkloadCase> BenchmarkConfig::cases() const {
     for (const auto& m : sweep_cases) {
       WorkloadCase c = base;
       bool case_prompts = false;
-      for (const auto& [k, v] : m) {
+      for (const auto& kv : m) {
+        const std::string& k = kv.first;
+        auto number = [&] { return env_number(k, kv.second, "sweep_matrix.cases"); };
         if (k == "CONC")
-          c.concurrency = to_int(v, "sweep CONC");
+          c.concurrency = static_cast<int64_t>(number());
         else if (k == "ISL")
-          c.input_len = to_int(v, "sweep ISL"), c.input_len_given = true;
+          c.input_len = static_cast<int64_t>(number()), c.input_len_given = true;
         else if (k == "OSL")
-          c.output_len = to_int(v, "sweep OSL"), c.output_len_given = true;
+          c.output_len = static_cast<int64_t>(number()), c.output_len_given = true;
         else if (k == "NUM_PROMPTS")
-          c.num_prompts = to_int(v, "sweep NUM_PROMPTS"), case_prompts = true;
+          c.num_prompts = static_cast<int64_t>(number()), case_prompts = true;
         else if (k == "RANDOM_RANGE_RATIO")
-          c.range_ratio = to_double(v, "sweep RANDOM_RANGE_RATIO");
+          c.range_ratio = number();
       }
       if (!case_prompts) c.num_prompts = num_prompts_for(c);
       add_rates(c);
