@@ -79,62 +79,6 @@ std::vector<Prompt> case_prompts(const ClientOptions& o, const WorkloadCase& w, 
   return jsonl_dataset(o.dataset_path, f);
 }
 
-ConfigEcho::TokenIds fit_token_ids(ClientOptions& o, std::optional<int64_t> vocab_size,
-                                   const std::string& from) {
-  if (vocab_size && o.token_id_max > *vocab_size) {
-    if (o.token_id_max_given)
-      throw Error(ErrorKind::kUsage,
-                  fmt::format("--token-id-max {} is above the model's vocab_size {} ({}): every request "
-                              "would fail",
-                              o.token_id_max, *vocab_size, from),
-                  "", std::nullopt,
-                  fmt::format("pass --token-id-max {} or less (client.token_id_max), or leave it out to "
-                              "draw ids below the vocab size",
-                              *vocab_size));
-    o.token_id_max = static_cast<int32_t>(*vocab_size);
-    // Ids low in a vocabulary are special tokens; a tiny vocabulary keeps its upper half.
-    o.token_id_min = std::min<int32_t>(o.token_id_min, o.token_id_max / 2);
-  }
-  ConfigEcho::TokenIds t;
-  t.min = o.token_id_min;
-  t.max = o.token_id_max;
-  t.vocab_size = vocab_size;
-  t.vocab_from = vocab_size ? from : "";
-  return t;
-}
-
-std::string failure_line(const RequestRecord& r) {
-  std::string msg = r.error.empty() ? to_string(r.failure) : r.error;
-  // An HTTP error carries its body ("HTTP 400: {...}"): vLLM's and SGLang's
-  // {"error": {"message": ...}}, OpenAI's {"message": ...}, FastAPI's {"detail": ...}.
-  if (auto brace = msg.find('{'); brace != std::string::npos) {
-    auto j = nlohmann::json::parse(msg.substr(brace), nullptr, false);
-    if (!j.is_discarded() && j.is_object()) {
-      const nlohmann::json* said = nullptr;
-      if (auto e = j.find("error"); e != j.end() && e->is_object() && e->contains("message"))
-        said = &(*e)["message"];
-      else if (auto m = j.find("message"); m != j.end())
-        said = &*m;
-      else if (auto d = j.find("detail"); d != j.end())
-        said = &*d;
-      if (said && said->is_string()) msg = msg.substr(0, brace) + said->get<std::string>();
-    }
-  }
-  std::string line;
-  for (char ch : msg) {
-    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
-    if (ch == ' ' && !line.empty() && line.back() == ' ') continue;
-    line.push_back(ch);
-  }
-  if (line.size() > 300) line = line.substr(0, 297) + "...";
-  std::string lower = line;
-  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (lower.find("vocab") != std::string::npos)
-    line += " — random token ids must exist in the model's vocabulary: pass --token-id-max N "
-            "(client.token_id_max) with N at most the vocab_size in the model's config.json";
-  return line;
-}
-
 namespace {
 
 // One stop flag for everything below the runner (readiness wait, load

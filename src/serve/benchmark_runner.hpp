@@ -12,7 +12,6 @@
 #include "serve/benchmark_config.hpp"
 #include "serve/benchmark_report.hpp"
 #include "serve/dataset.hpp"
-#include "serve/request_record.hpp"
 
 namespace magpie::serve {
 
@@ -40,14 +39,5 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
 // max_tokens is the case's output length when one was given).
 std::vector<Prompt> case_prompts(const ClientOptions& client, const WorkloadCase& w, size_t count);
 
-// Random token ids fitted to the model's vocabulary (`vocab_size`, from `from`):
-// a default bound above it is lowered to it; a bound the user gave above it is
-// refused (Error kUsage), as every request would fail. Returns the range echoed in the report.
-ConfigEcho::TokenIds fit_token_ids(ClientOptions& client, std::optional<int64_t> vocab_size,
-                                   const std::string& from);
-
-// A failed request in one line, in the server's own words where it sent some
-// (an {"error": {"message": ...}} body or event), with the fix when it is known.
-std::string failure_line(const RequestRecord& record);
 
 }  // namespace magpie::serve

@@ -1,9 +1,14 @@
 #include "serve/model_files.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+
+#include "core/error.hpp"
 
 namespace magpie::serve {
 
@@ -91,6 +96,29 @@ std::optional<ModelVocab> model_vocab_from_card(const nlohmann::json& card, cons
     if (auto v = model_vocab(it->get<std::string>(), hf_cache_path)) return v;
   }
   return std::nullopt;
+}
+
+TokenIdRange fit_token_ids(ClientOptions& o, std::optional<int64_t> vocab_size, const std::string& from) {
+  if (vocab_size && o.token_id_max > *vocab_size) {
+    if (o.token_id_max_given)
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("--token-id-max {} is above the model's vocab_size {} ({}): every request "
+                              "would fail",
+                              o.token_id_max, *vocab_size, from),
+                  "", std::nullopt,
+                  fmt::format("pass --token-id-max {} or less (client.token_id_max), or leave it out to "
+                              "draw ids below the vocab size",
+                              *vocab_size));
+    o.token_id_max = static_cast<int32_t>(*vocab_size);
+    // Ids low in a vocabulary are special tokens; a tiny vocabulary keeps its upper half.
+    o.token_id_min = std::min<int32_t>(o.token_id_min, o.token_id_max / 2);
+  }
+  TokenIdRange t;
+  t.min = o.token_id_min;
+  t.max = o.token_id_max;
+  t.vocab_size = vocab_size;
+  t.vocab_from = vocab_size ? from : "";
+  return t;
 }
 
 }  // namespace magpie::serve

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/benchmark_config.hpp"
+
 namespace magpie::serve {
 
 // The Hugging Face hub cache: `hf_cache_path`/hub when given, else
@@ -31,5 +33,18 @@ std::optional<ModelVocab> model_vocab(const std::string& model, const std::strin
 // The same from a server's model card (/v1/models data[i]): vLLM's `root` is
 // the path or id it was started with, `id` the served name; each is tried.
 std::optional<ModelVocab> model_vocab_from_card(const nlohmann::json& card, const std::string& hf_cache_path);
+
+// Random prompts' token ids, [min, max), and the vocab size bounding them
+// with the config.json it came from, when one was found (the report's config.token_ids).
+struct TokenIdRange {
+  int32_t min = 0, max = 0;
+  std::optional<int64_t> vocab_size;
+  std::string vocab_from;
+};
+
+// Random token ids fitted to the model's vocabulary (`vocab_size`, read from `from`):
+// a default bound above it is lowered to it; a bound the user gave above it is
+// refused (Error kUsage), as every request would fail.
+TokenIdRange fit_token_ids(ClientOptions& client, std::optional<int64_t> vocab_size, const std::string& from);
 
 }  // namespace magpie::serve

@@ -15,6 +15,7 @@
 #include "serve/engine_launcher.hpp"
 #include "serve/http_client.hpp"
 #include "serve/model_files.hpp"
+#include "serve/request_record.hpp"
 #include "serve/server_process.hpp"
 
 namespace magpie::serve {
