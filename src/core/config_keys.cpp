@@ -68,4 +68,16 @@ void reject_unknown_keys(const std::vector<std::string>& unknown, bool strict, c
               std::nullopt, "fix the spelling, or drop --strict to run with them ignored");
 }
 
+Error config_value_error(const ConfigPlace& place, const std::string& path, const std::string& expected,
+                         const std::string& seen, const std::string& fix) {
+  std::string where = place.origin;
+  if (place.line > 0) where += fmt::format(":{}:{}", place.line, place.column);
+  // One line: a multi-line value is shown up to its first line break.
+  std::string shown = seen.substr(0, seen.find('\n'));
+  if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+  if (shown.size() < seen.size() && !shown.ends_with("...")) shown += "...";
+  return Error(ErrorKind::kUsage, fmt::format("{}: expected {}, got '{}'", path, expected, shown), where,
+               std::nullopt, fix);
+}
+
 }  // namespace magpie

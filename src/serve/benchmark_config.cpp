@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "serve/benchmark_keys.hpp"
@@ -28,60 +29,119 @@ Error bad(const std::string& origin, const std::string& what) {
                "see examples/benchmark.yaml for the accepted keys");
 }
 
-template <class T>
-T get(const YAML::Node& n, const char* key, T fallback, const std::string& origin) {
-  if (!n || !n[key] || n[key].IsNull()) return fallback;
-  try {
-    return n[key].as<T>();
-  } catch (const YAML::Exception& e) {
-    throw bad(origin, fmt::format("benchmark.{}: {}", key, e.what()));
+// Every value of the benchmark YAML is read here: a value of the wrong type or
+// range names the file, line:column, the key path as written, what was
+// expected and what was seen (config_value_error: exit 2), instead of
+// yaml-cpp's "bad conversion" under a guessed key.
+class Values {
+ public:
+  explicit Values(std::string origin) : origin_(std::move(origin)) {}
+
+  // `map` is the mapping at `path` ("benchmark.gap_analysis", or "" at the top).
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
   }
-}
+  static bool has(const YAML::Node& map, const char* key) { return map[key] && !map[key].IsNull(); }
 
-double to_double(const std::string& s, const char* what) {
-  std::string t = s;
-  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (t == "inf" || t == "infinity") return std::numeric_limits<double>::infinity();
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0')
-    throw Error(ErrorKind::kUsage, fmt::format("{}: '{}' is not a number", what, s));
-  return v;
-}
-
-int64_t to_int(const std::string& s, const char* what) {
-  double v = to_double(s, what);
-  if (!std::isfinite(v) || v != std::floor(v))
-    throw Error(ErrorKind::kUsage, fmt::format("{}: '{}' is not an integer", what, s));
-  return static_cast<int64_t>(v);
-}
-
-// A YAML list of strings, or one comma-separated string.
-std::vector<std::string> string_list(const YAML::Node& n, const char* key,
-                                     const std::string& origin) {
-  std::vector<std::string> out;
-  if (!n[key] || n[key].IsNull()) return out;
-  if (n[key].IsSequence()) return get<std::vector<std::string>>(n, key, {}, origin);
-  std::stringstream ss(get<std::string>(n, key, "", origin));
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty()) out.push_back(item);
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& expected,
+                         const std::string& fix = {}) const {
+    std::string seen = n.IsScalar()    ? n.Scalar()
+                       : n.IsSequence() ? "a list"
+                       : n.IsMap()      ? "a mapping"
+                                        : "nothing";
+    const auto mark = n.Mark();
+    throw config_value_error({origin_, mark.line + 1, mark.column + 1}, path, expected, seen, fix);
   }
-  return out;
-}
 
-TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& origin) {
+  // A mapping section (absent or empty: an empty node).
+  YAML::Node section(const YAML::Node& map, const std::string& path, const char* key) const {
+    if (!has(map, key)) return YAML::Node();
+    YAML::Node n = map[key];
+    if (!n.IsMap()) fail(n, join(path, key), "a mapping of keys", "indent the keys under it");
+    return n;
+  }
+
+  std::string text(const YAML::Node& map, const std::string& path, const char* key,
+                   const std::string& fallback) const {
+    if (!has(map, key)) return fallback;
+    YAML::Node n = map[key];
+    if (!n.IsScalar()) fail(n, join(path, key), "a single value");
+    return n.Scalar();
+  }
+
+  bool boolean(const YAML::Node& map, const std::string& path, const char* key, bool fallback) const {
+    if (!has(map, key)) return fallback;
+    YAML::Node n = map[key];
+    bool v = fallback;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+      fail(n, join(path, key), "true or false");
+    return v;
+  }
+
+  double number(const YAML::Node& map, const std::string& path, const char* key, double fallback,
+                NumberKind kind) const {
+    if (!has(map, key)) return fallback;
+    return number_at(map[key], join(path, key), kind);
+  }
+  double number_at(const YAML::Node& n, const std::string& path, NumberKind kind) const {
+    std::optional<double> v = n.IsScalar() ? parse_number(n.Scalar(), kind) : std::nullopt;
+    if (!v) fail(n, path, describe(kind));
+    return *v;
+  }
+  int64_t integer(const YAML::Node& map, const std::string& path, const char* key, int64_t fallback,
+                  NumberKind kind) const {
+    return static_cast<int64_t>(number(map, path, key, static_cast<double>(fallback), kind));
+  }
+
+  // A YAML list of strings, or one comma-separated string.
+  std::vector<std::string> strings(const YAML::Node& map, const std::string& path, const char* key,
+                                   std::vector<std::string> fallback) const {
+    if (!has(map, key)) return fallback;
+    YAML::Node n = map[key];
+    std::vector<std::string> out;
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) {
+        if (!n[i].IsScalar())
+          fail(n[i], fmt::format("{}[{}]", join(path, key), i), "a string");
+        out.push_back(n[i].Scalar());
+      }
+      return out;
+    }
+    if (!n.IsScalar()) fail(n, join(path, key), "a list of strings or one comma-separated string");
+    std::stringstream ss(n.Scalar());
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      if (!item.empty()) out.push_back(item);
+    }
+    return out;
+  }
+
+  // Magpie's env-style workload keys (envs:, sweep_matrix.cases): a number
+  // where the key takes one, checked here where the file and line are known.
+  std::string env_value(const YAML::Node& n, const std::string& path, const std::string& key) const {
+    if (n.IsNull()) return "";
+    if (!n.IsScalar()) fail(n, path, "a single value");
+    if (auto kind = env_number_kind(key); kind && !parse_number(n.Scalar(), *kind))
+      fail(n, path, describe(*kind));
+    return n.Scalar();
+  }
+
+ private:
+  std::string origin_;
+};
+
+std::string env_key_of(const YAML::Node& key_node) { return upper(key_node.Scalar()); }
+
+TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& path, const Values& v,
+                                  const std::string& origin) {
   TraceLensSettings s;
-  s.analysis_mode = get<std::string>(t, "analysis_mode", s.analysis_mode, origin);
+  s.analysis_mode = v.text(t, path, "analysis_mode", s.analysis_mode);
   if (s.analysis_mode == "classic") s.analysis_mode = "pytorch";
   if (s.analysis_mode != "inference" && s.analysis_mode != "pytorch")
-    throw bad(
-        origin,
-        fmt::format("profiler.tracelens.analysis_mode '{}': use inference or pytorch (classic)",
-                    s.analysis_mode));
-  for (const auto& name : string_list(t, "analysis_stages", origin)) {
+    v.fail(t["analysis_mode"], Values::join(path, "analysis_mode"), "inference or pytorch (classic)");
+  for (const auto& name : v.strings(t, path, "analysis_stages", {})) {
     if (name == "all") {
       s.analysis_stages.clear();
       break;
@@ -89,50 +149,113 @@ TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& origin
     auto stage = analysis::parse_stage(name);
     if (!stage)
       throw bad(origin,
-                fmt::format("profiler.tracelens.analysis_stages: unknown stage '{}' (use all, "
+                fmt::format("{}.analysis_stages: unknown stage '{}' (use all, "
                             "prefilldecode, decode, prefill or pd, mixed, prefill_decode, "
                             "decode_only, prefill_only)",
-                            name));
+                            path, name));
     if (std::find(s.analysis_stages.begin(), s.analysis_stages.end(), *stage) ==
         s.analysis_stages.end())
       s.analysis_stages.push_back(*stage);
   }
-  s.num_steps = get<int64_t>(t, "num_steps", s.num_steps, origin);
-  if (s.num_steps < 0) throw bad(origin, "profiler.tracelens.num_steps must not be negative");
-  s.export_format = get<std::string>(t, "export_format", s.export_format, origin);
+  s.num_steps = v.integer(t, path, "num_steps", s.num_steps, NumberKind::kNonNegativeInt);
+  s.export_format = v.text(t, path, "export_format", s.export_format);
   if (s.export_format != "csv" && s.export_format != "excel" && s.export_format != "both")
-    throw bad(origin, fmt::format("profiler.tracelens.export_format '{}': use csv, excel or both",
-                                  s.export_format));
-  s.gpu_arch_config = get<std::string>(t, "gpu_arch_config", "", origin);
-  s.perf_report_enabled = get<bool>(t, "perf_report_enabled", true, origin);
-  if (t["multi_rank_report_enabled"] && !t["multi_rank_report_enabled"].IsNull())
-    s.multi_rank_report_enabled = get<bool>(t, "multi_rank_report_enabled", false, origin);
+    v.fail(t["export_format"], Values::join(path, "export_format"), "csv, excel or both");
+  s.gpu_arch_config = v.text(t, path, "gpu_arch_config", "");
+  s.perf_report_enabled = v.boolean(t, path, "perf_report_enabled", true);
+  if (Values::has(t, "multi_rank_report_enabled"))
+    s.multi_rank_report_enabled = v.boolean(t, path, "multi_rank_report_enabled", false);
   return s;
 }
 
 }  // namespace
 
-std::vector<double> parse_double_list(const std::string& s, const char* what) {
-  std::vector<double> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    auto comma = s.find(',', pos);
-    auto item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(to_double(item, what));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+std::optional<double> parse_number(const std::string& text, NumberKind kind) {
+  std::string t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  std::string lower = t;
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (kind == NumberKind::kRate && (lower == "inf" || lower == "infinity"))
+    return std::numeric_limits<double>::infinity();
+  if (t.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || !std::isfinite(v)) return std::nullopt;
+  const bool integer = v == std::floor(v);
+  switch (kind) {
+    case NumberKind::kNonNegative: return v >= 0 ? std::optional(v) : std::nullopt;
+    case NumberKind::kPositive:
+    case NumberKind::kRate: return v > 0 ? std::optional(v) : std::nullopt;
+    case NumberKind::kPositiveInt: return integer && v >= 1 && v < 9e15 ? std::optional(v) : std::nullopt;
+    case NumberKind::kNonNegativeInt: return integer && v >= 0 && v < 9e15 ? std::optional(v) : std::nullopt;
+    case NumberKind::kPercent: return v >= 0 && v <= 100 ? std::optional(v) : std::nullopt;
+    case NumberKind::kRangeRatio: return v >= 0 && v < 1 ? std::optional(v) : std::nullopt;
+    case NumberKind::kPort: return integer && v >= 1 && v <= 65535 ? std::optional(v) : std::nullopt;
+    case NumberKind::kTokenId:
+      return integer && v >= 1 && v <= std::numeric_limits<int32_t>::max() ? std::optional(v) : std::nullopt;
   }
-  if (out.empty()) throw Error(ErrorKind::kUsage, fmt::format("{}: empty list", what));
+  return std::nullopt;
+}
+
+std::string describe(NumberKind kind) {
+  switch (kind) {
+    case NumberKind::kNonNegative: return "a number of 0 or more";
+    case NumberKind::kPositive: return "a number above 0";
+    case NumberKind::kPositiveInt: return "a positive integer";
+    case NumberKind::kNonNegativeInt: return "an integer of 0 or more";
+    case NumberKind::kPercent: return "a percentage from 0 to 100";
+    case NumberKind::kRangeRatio: return "a ratio from 0 up to (not including) 1";
+    case NumberKind::kPort: return "a port number from 1 to 65535";
+    case NumberKind::kTokenId: return "a token id from 1 to 2147483647";
+    case NumberKind::kRate: return "requests/s above 0, or inf";
+  }
+  return "a number";
+}
+
+std::optional<NumberKind> env_number_kind(const std::string& key) {
+  if (key == "CONC" || key == "ISL" || key == "OSL" || key == "NUM_PROMPTS" || key == "TP")
+    return NumberKind::kPositiveInt;
+  if (key == "RANDOM_RANGE_RATIO") return NumberKind::kRangeRatio;
+  if (key == "PORT") return NumberKind::kPort;
+  return std::nullopt;
+}
+
+namespace {
+
+// A comma list of numbers of one kind ("1,2,inf", "4,8"), each through parse_number.
+std::vector<double> parse_list(const std::string& s, const char* what, NumberKind kind) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    auto v = parse_number(item, kind);
+    if (!v) throw config_value_error({}, what, describe(kind) + " (a comma list may hold several)", item);
+    out.push_back(*v);
+  }
+  if (out.empty()) throw config_value_error({}, what, describe(kind), s);
   return out;
+}
+
+// An env-style value: checked where it was read (YAML, flags); a config built
+// in code (MCP) is checked here, the same way.
+double env_number(const std::string& key, const std::string& text, const std::string& where = "envs") {
+  const NumberKind kind = env_number_kind(key).value_or(NumberKind::kNonNegative);
+  auto v = parse_number(text, kind);
+  if (!v) throw config_value_error({where}, key, describe(kind), text);
+  return *v;
+}
+
+}  // namespace
+
+std::vector<double> parse_double_list(const std::string& s, const char* what) {
+  return parse_list(s, what, NumberKind::kRate);
 }
 
 std::vector<int64_t> parse_int_list(const std::string& s, const char* what) {
   std::vector<int64_t> out;
-  for (double d : parse_double_list(s, what)) {
-    if (!std::isfinite(d) || d != std::floor(d) || d < 1)
-      throw Error(ErrorKind::kUsage, fmt::format("{}: values must be positive integers", what));
-    out.push_back(static_cast<int64_t>(d));
-  }
+  for (double d : parse_list(s, what, NumberKind::kPositiveInt)) out.push_back(static_cast<int64_t>(d));
   return out;
 }
 
@@ -147,6 +270,35 @@ std::string BenchmarkConfig::env(const std::string& key, const std::string& fall
   return it == envs.end() || it->second.empty() ? fallback : it->second;
 }
 
+namespace {
+
+// A flag's or --env's value for an env-style key, refused as a YAML value is.
+void check_env_value(const std::string& flag, const std::string& key, const std::string& value) {
+  auto kind = env_number_kind(key);
+  if (!kind || parse_number(value, *kind)) return;
+  const char* example = *kind == NumberKind::kPort ? "8000" : *kind == NumberKind::kRangeRatio ? "0.5" : "8";
+  throw config_value_error({flag}, key, describe(*kind), value,
+                           flag == "--env" ? fmt::format("e.g. --env {}={}", key, example)
+                                           : fmt::format("e.g. {} {}", flag, example));
+}
+
+}  // namespace
+
+std::optional<int> BenchmarkConfig::port() const {
+  const std::string text = env("PORT");
+  if (text.empty()) return std::nullopt;
+  auto v = parse_number(text, NumberKind::kPort);
+  if (!v) throw config_value_error({"envs"}, "PORT", describe(NumberKind::kPort), text, "e.g. PORT: 8000");
+  return static_cast<int>(*v);
+}
+
+int64_t BenchmarkConfig::tensor_parallel() const {
+  const std::string text = env("TP", "1");
+  auto v = parse_number(text, NumberKind::kPositiveInt);
+  if (!v) throw config_value_error({"envs"}, "TP", describe(NumberKind::kPositiveInt), text, "e.g. TP: 2");
+  return static_cast<int64_t>(*v);
+}
+
 std::string BenchmarkConfig::resolved_run_kind() const {
   if (run_kind != "auto") return run_kind;
   return torch_profiler || system_profiler || tracelens ? "diagnostic" : "measurement";
@@ -154,13 +306,16 @@ std::string BenchmarkConfig::resolved_run_kind() const {
 
 std::vector<WorkloadCase> BenchmarkConfig::cases() const {
   WorkloadCase base;
-  base.concurrency = to_int(env("CONC", "32"), "CONC");
-  base.input_len = to_int(env("ISL", "1024"), "ISL");
-  base.output_len = to_int(env("OSL", "512"), "OSL");
-  base.range_ratio = to_double(env("RANDOM_RANGE_RATIO", "0.5"), "RANDOM_RANGE_RATIO");
+  base.concurrency = static_cast<int64_t>(env_number("CONC", env("CONC", "32")));
+  base.input_len = static_cast<int64_t>(env_number("ISL", env("ISL", "1024")));
+  base.output_len = static_cast<int64_t>(env_number("OSL", env("OSL", "512")));
+  base.range_ratio = env_number("RANDOM_RANGE_RATIO", env("RANDOM_RANGE_RATIO", "0.5"));
+  base.input_len_given = !env("ISL").empty();
+  base.output_len_given = !env("OSL").empty();
   bool explicit_prompts = !env("NUM_PROMPTS").empty();
   auto num_prompts_for = [&](const WorkloadCase& c) {
-    return explicit_prompts ? to_int(env("NUM_PROMPTS"), "NUM_PROMPTS") : c.concurrency * 10;
+    return explicit_prompts ? static_cast<int64_t>(env_number("NUM_PROMPTS", env("NUM_PROMPTS")))
+                            : c.concurrency * 10;
   };
   std::vector<WorkloadCase> out;
   auto add_rates = [&](WorkloadCase c) {
@@ -173,17 +328,19 @@ std::vector<WorkloadCase> BenchmarkConfig::cases() const {
     for (const auto& m : sweep_cases) {
       WorkloadCase c = base;
       bool case_prompts = false;
-      for (const auto& [k, v] : m) {
+      for (const auto& kv : m) {
+        const std::string& k = kv.first;
+        auto number = [&] { return env_number(k, kv.second, "sweep_matrix.cases"); };
         if (k == "CONC")
-          c.concurrency = to_int(v, "sweep CONC");
+          c.concurrency = static_cast<int64_t>(number());
         else if (k == "ISL")
-          c.input_len = to_int(v, "sweep ISL");
+          c.input_len = static_cast<int64_t>(number()), c.input_len_given = true;
         else if (k == "OSL")
-          c.output_len = to_int(v, "sweep OSL");
+          c.output_len = static_cast<int64_t>(number()), c.output_len_given = true;
         else if (k == "NUM_PROMPTS")
-          c.num_prompts = to_int(v, "sweep NUM_PROMPTS"), case_prompts = true;
+          c.num_prompts = static_cast<int64_t>(number()), case_prompts = true;
         else if (k == "RANDOM_RANGE_RATIO")
-          c.range_ratio = to_double(v, "sweep RANDOM_RANGE_RATIO");
+          c.range_ratio = number();
       }
       if (!case_prompts) c.num_prompts = num_prompts_for(c);
       add_rates(c);
@@ -208,118 +365,156 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   } catch (const YAML::Exception& e) {
     throw Error(ErrorKind::kBadFormat, fmt::format("invalid YAML: {}", e.what()), origin);
   }
-  YAML::Node b = root["benchmark"] ? root["benchmark"] : root;
+  const bool wrapped = root.IsMap() && root["benchmark"];
+  YAML::Node b = wrapped ? root["benchmark"] : root;
   if (!b.IsMap()) throw bad(origin, "expected a `benchmark:` mapping");
+  // Key paths as written: "benchmark.gap_analysis.top_k" under the wrapper, "gap_analysis.top_k" without.
+  const std::string top = wrapped ? "benchmark" : "";
+  auto at = [&top](const std::string& key) { return Values::join(top, key); };
+  const Values v(origin);
   BenchmarkConfig c;
   c.config_yaml = text;
   KeyCheck keys = check_benchmark_keys(root, origin);
   c.unknown_keys = keys.unknown;
   c.warnings.insert(c.warnings.end(), keys.unknown.begin(), keys.unknown.end());
   c.warnings.insert(c.warnings.end(), keys.not_applied.begin(), keys.not_applied.end());
-  c.framework = get<std::string>(b, "framework", c.framework, origin);
-  c.model = get<std::string>(b, "model", "", origin);
-  c.precision = get<std::string>(b, "precision", c.precision, origin);
-  c.precision_given = b["precision"] && !b["precision"].IsNull();
-  c.run_mode = get<std::string>(b, "run_mode", c.run_mode, origin);
-  c.run_kind = get<std::string>(b, "run_kind", c.run_kind, origin);
-  c.docker_image = get<std::string>(b, "docker_image", "", origin);
-  c.gpu_arch = get<std::string>(b, "gpu_arch", "", origin);
-  c.timeout_seconds = get<double>(b, "timeout_seconds", c.timeout_seconds, origin);
-  c.hf_cache_path = get<std::string>(b, "hf_cache_path", "", origin);
-  c.endpoint = get<std::string>(b, "endpoint", "", origin);
-  if (auto e = b["envs"]; e && e.IsMap())
+  c.framework = v.text(b, top, "framework", c.framework);
+  c.model = v.text(b, top, "model", "");
+  c.precision = v.text(b, top, "precision", c.precision);
+  c.precision_given = Values::has(b, "precision");
+  c.run_mode = v.text(b, top, "run_mode", c.run_mode);
+  c.run_kind = v.text(b, top, "run_kind", c.run_kind);
+  c.docker_image = v.text(b, top, "docker_image", "");
+  c.gpu_arch = v.text(b, top, "gpu_arch", "");
+  c.timeout_seconds = v.number(b, top, "timeout_seconds", c.timeout_seconds, NumberKind::kNonNegative);
+  c.hf_cache_path = v.text(b, top, "hf_cache_path", "");
+  c.endpoint = v.text(b, top, "endpoint", "");
+  if (auto e = v.section(b, top, "envs"); e.IsMap())
     for (auto it : e)
-      c.envs[upper(it.first.as<std::string>())] =
-          it.second.IsNull() ? "" : it.second.as<std::string>();
-  if (auto s = b["server_lifecycle"]; s && s.IsMap()) {
+      c.envs[env_key_of(it.first)] =
+          v.env_value(it.second, Values::join(at("envs"), it.first.Scalar()), env_key_of(it.first));
+  if (auto s = v.section(b, top, "server_lifecycle"); s.IsMap()) {
+    const auto p = at("server_lifecycle");
     c.server_ready_timeout_s =
-        get<double>(s, "server_ready_timeout_s", c.server_ready_timeout_s, origin);
-    c.lifecycle.enabled = get<bool>(s, "enabled", c.lifecycle.enabled, origin);
-    c.lifecycle.force_reuse = get<bool>(s, "force_reuse", c.lifecycle.force_reuse, origin);
-    c.lifecycle.cleanup = get<bool>(s, "cleanup", c.lifecycle.cleanup, origin);
+        v.number(s, p, "server_ready_timeout_s", c.server_ready_timeout_s, NumberKind::kNonNegative);
+    c.lifecycle.enabled = v.boolean(s, p, "enabled", c.lifecycle.enabled);
+    c.lifecycle.force_reuse = v.boolean(s, p, "force_reuse", c.lifecycle.force_reuse);
+    c.lifecycle.cleanup = v.boolean(s, p, "cleanup", c.lifecycle.cleanup);
   }
-  if (auto g = b["gpu_selection"]; g && g.IsMap()) {
+  if (auto g = v.section(b, top, "gpu_selection"); g.IsMap()) {
+    const auto p = at("gpu_selection");
     GpuSelectionConfig sel;
-    sel.auto_select = get<bool>(g, "auto", sel.auto_select, origin);
-    sel.min_free_memory_gb = get<double>(g, "min_free_memory_gb", sel.min_free_memory_gb, origin);
-    if (g["count"] && !g["count"].IsNull()) sel.count = get<int64_t>(g, "count", 1, origin);
-    if (auto cand = g["candidates"]; cand && !cand.IsNull()) {
-      if (cand.IsScalar())  // "0,2" as well as [0, 2]
-        for (auto i : parse_int_list(cand.as<std::string>(), "gpu_selection.candidates"))
-          sel.candidates.push_back(static_cast<int>(i));
-      else
-        sel.candidates = get<std::vector<int>>(g, "candidates", {}, origin);
+    sel.auto_select = v.boolean(g, p, "auto", sel.auto_select);
+    sel.min_free_memory_gb =
+        v.number(g, p, "min_free_memory_gb", sel.min_free_memory_gb, NumberKind::kNonNegative);
+    if (Values::has(g, "count")) sel.count = v.integer(g, p, "count", 1, NumberKind::kPositiveInt);
+    if (Values::has(g, "candidates")) {
+      auto cand = g["candidates"];
+      const auto cp = Values::join(p, "candidates");
+      if (cand.IsSequence()) {  // [0, 2]
+        for (size_t i = 0; i < cand.size(); ++i)
+          sel.candidates.push_back(static_cast<int>(
+              v.number_at(cand[i], fmt::format("{}[{}]", cp, i), NumberKind::kNonNegativeInt)));
+      } else {  // "0,2"
+        for (const auto& item : v.strings(g, p, "candidates", {})) {
+          if (!parse_number(item, NumberKind::kNonNegativeInt))
+            v.fail(cand, cp, "GPU indices: a list [0, 2] or \"0,2\"");
+          sel.candidates.push_back(static_cast<int>(*parse_number(item, NumberKind::kNonNegativeInt)));
+        }
+      }
     }
     c.gpu_selection = sel;
-  } else if (g && !g.IsNull()) {
-    throw bad(origin, "benchmark.gpu_selection: expected a mapping (auto, min_free_memory_gb, count, candidates)");
   }
-  if (auto g = b["gap_analysis"]; g && g.IsMap()) {
-    c.gap.find_kernel_sources = get<bool>(g, "find_kernel_sources", false, origin);
-    c.gap.kernel_source_repos = string_list(g, "kernel_source_repos", origin);
-    c.gap.enabled = get<bool>(g, "enabled", c.gap.enabled, origin);
-    c.gap.start_pct = get<double>(g, "trace_start_pct", 0, origin);
-    c.gap.end_pct = get<double>(g, "trace_end_pct", 100, origin);
-    c.gap.top_k = get<size_t>(g, "top_k", 20, origin);
-    c.gap.min_duration_us = get<double>(g, "min_duration_us", 0, origin);
-    c.gap.categories = get<std::vector<std::string>>(g, "categories", c.gap.categories, origin);
-    c.gap.ignore_categories =
-        get<std::vector<std::string>>(g, "ignore_categories", c.gap.ignore_categories, origin);
+  if (auto g = v.section(b, top, "gap_analysis"); g.IsMap()) {
+    const auto p = at("gap_analysis");
+    c.gap.find_kernel_sources = v.boolean(g, p, "find_kernel_sources", false);
+    c.gap.kernel_source_repos = v.strings(g, p, "kernel_source_repos", {});
+    c.gap.enabled = v.boolean(g, p, "enabled", c.gap.enabled);
+    c.gap.start_pct = v.number(g, p, "trace_start_pct", 0, NumberKind::kPercent);
+    c.gap.end_pct = v.number(g, p, "trace_end_pct", 100, NumberKind::kPercent);
+    c.gap.top_k = static_cast<size_t>(v.integer(g, p, "top_k", 20, NumberKind::kPositiveInt));
+    c.gap.min_duration_us = v.number(g, p, "min_duration_us", 0, NumberKind::kNonNegative);
+    c.gap.categories = v.strings(g, p, "categories", c.gap.categories);
+    c.gap.ignore_categories = v.strings(g, p, "ignore_categories", c.gap.ignore_categories);
   }
-  if (auto p = b["profiler"]; p && p.IsMap()) {
-    if (auto t = p["torch_profiler"]; t && t.IsMap())
-      c.torch_profiler = get<bool>(t, "enabled", false, origin);
-    if (auto t = p["system_profiler"]; t && t.IsMap()) {
-      c.system_profiler = get<bool>(t, "enabled", false, origin);
+  if (auto pr = v.section(b, top, "profiler"); pr.IsMap()) {
+    const auto p = at("profiler");
+    if (auto t = v.section(pr, p, "torch_profiler"); t.IsMap())
+      c.torch_profiler = v.boolean(t, Values::join(p, "torch_profiler"), "enabled", false);
+    if (auto t = v.section(pr, p, "system_profiler"); t.IsMap()) {
+      const auto sp = Values::join(p, "system_profiler");
+      c.system_profiler = v.boolean(t, sp, "enabled", false);
       // A string ("--cuda-graph-trace=node --delay 5") or a list of arguments.
       if (auto a = t["profile_args"]; a && a.IsSequence())
-        c.system_profiler_args = get<std::vector<std::string>>(t, "profile_args", {}, origin);
-      else if (a)
-        c.system_profiler_args = split_args(get<std::string>(t, "profile_args", "", origin));
+        c.system_profiler_args = v.strings(t, sp, "profile_args", {});
+      else if (Values::has(t, "profile_args"))
+        c.system_profiler_args = split_args(v.text(t, sp, "profile_args", ""));
     }
-    if (auto t = p["tracelens"]; t && t.IsMap()) {
-      c.tracelens = get<bool>(t, "enabled", false, origin);
-      c.tracelens_settings = parse_tracelens(t, origin);
+    if (auto t = v.section(pr, p, "tracelens"); t.IsMap()) {
+      const auto tp = Values::join(p, "tracelens");
+      c.tracelens = v.boolean(t, tp, "enabled", false);
+      c.tracelens_settings = parse_tracelens(t, tp, v, origin);
     }
-    if (auto t = p["gpu_monitor"]; t && t.IsMap()) {
-      c.gpu_monitor.enabled = get<bool>(t, "enabled", false, origin);
-      c.gpu_monitor.interval_s = get<double>(t, "interval_sec", c.gpu_monitor.interval_s, origin);
-      if (!(c.gpu_monitor.interval_s > 0))
-        throw bad(origin, "benchmark.profiler.gpu_monitor.interval_sec must be above 0");
+    if (auto t = v.section(pr, p, "gpu_monitor"); t.IsMap()) {
+      const auto gp = Values::join(p, "gpu_monitor");
+      c.gpu_monitor.enabled = v.boolean(t, gp, "enabled", false);
+      c.gpu_monitor.interval_s =
+          v.number(t, gp, "interval_sec", c.gpu_monitor.interval_s, NumberKind::kPositive);
     }
   } else {
     c.warnings.push_back(
         "no `profiler:` section: running clean (Magpie would enable the torch profiler)");
   }
-  if (auto s = b["sweep_matrix"]; s && s.IsMap()) {
-    c.on_failure = get<std::string>(s, "on_failure", c.on_failure, origin);
-    if (auto cases = s["cases"]; cases && cases.IsSequence())
-      for (auto item : cases) {
+  if (auto s = v.section(b, top, "sweep_matrix"); s.IsMap()) {
+    const auto p = at("sweep_matrix");
+    c.on_failure = v.text(s, p, "on_failure", c.on_failure);
+    if (Values::has(s, "cases")) {
+      auto cases = s["cases"];
+      const auto cp = Values::join(p, "cases");
+      if (!cases.IsSequence()) v.fail(cases, cp, "a list of cases, e.g. - {CONC: 4, ISL: 128}");
+      for (size_t i = 0; i < cases.size(); ++i) {
+        auto item = cases[i];
+        const auto ip = fmt::format("{}[{}]", cp, i);
+        if (!item.IsMap()) v.fail(item, ip, "a mapping such as {CONC: 4, ISL: 128}");
         std::map<std::string, std::string> m;
-        for (auto kv : item) m[upper(kv.first.as<std::string>())] = kv.second.as<std::string>();
+        for (auto kv : item)
+          m[env_key_of(kv.first)] =
+              v.env_value(kv.second, Values::join(ip, kv.first.Scalar()), env_key_of(kv.first));
         c.sweep_cases.push_back(std::move(m));
       }
+    }
   }
-  if (auto cl = b["client"]; cl && cl.IsMap()) {  // ours
+  if (auto cl = v.section(b, top, "client"); cl.IsMap()) {  // ours
+    const auto p = at("client");
     auto& o = c.client;
-    auto api = get<std::string>(cl, "api", "completions", origin);
+    auto api = v.text(cl, p, "api", "completions");
+    if (api != "completions" && api != "chat") v.fail(cl["api"], Values::join(p, "api"), "completions or chat");
     o.api = api == "chat" ? ApiKind::kChat : ApiKind::kCompletions;
-    o.dataset = get<std::string>(cl, "dataset", o.dataset, origin);
-    o.dataset_path = get<std::string>(cl, "dataset_path", "", origin);
-    if (cl["request_rate"])
-      o.request_rates =
-          parse_double_list(cl["request_rate"].as<std::string>(), "client.request_rate");
-    o.burstiness = get<double>(cl, "burstiness", o.burstiness, origin);
-    o.warmups = get<int64_t>(cl, "warmups", o.warmups, origin);
-    o.duration_s = get<double>(cl, "duration_s", 0, origin);
-    o.seed = get<uint64_t>(cl, "seed", 0, origin);
-    o.prefix_len = get<int64_t>(cl, "prefix_len", 0, origin);
-    o.token_id_max = get<int32_t>(cl, "token_id_max", o.token_id_max, origin);
-    o.request_timeout_s = get<double>(cl, "request_timeout_s", o.request_timeout_s, origin);
-    o.served_model_name = get<std::string>(cl, "served_model_name", "", origin);
-    if (cl["slo_ttft_ms"]) o.slo.ttft_ms = cl["slo_ttft_ms"].as<double>();
-    if (cl["slo_tpot_ms"]) o.slo.tpot_ms = cl["slo_tpot_ms"].as<double>();
-    if (cl["slo_e2el_ms"]) o.slo.e2el_ms = cl["slo_e2el_ms"].as<double>();
+    o.dataset = v.text(cl, p, "dataset", o.dataset);
+    o.dataset_path = v.text(cl, p, "dataset_path", "");
+    if (Values::has(cl, "request_rate")) {
+      auto r = cl["request_rate"];
+      const auto rp = Values::join(p, "request_rate");
+      if (!r.IsScalar()) v.fail(r, rp, "requests/s above 0, or a list like 1,2,inf");
+      for (const auto& item : v.strings(cl, p, "request_rate", {}))
+        if (!parse_number(item, NumberKind::kRate)) v.fail(r, rp, "requests/s above 0, or a list like 1,2,inf");
+      o.request_rates = parse_double_list(r.Scalar(), "client.request_rate");
+    }
+    o.burstiness = v.number(cl, p, "burstiness", o.burstiness, NumberKind::kPositive);
+    o.warmups = v.integer(cl, p, "warmups", o.warmups, NumberKind::kNonNegativeInt);
+    o.duration_s = v.number(cl, p, "duration_s", 0, NumberKind::kNonNegative);
+    o.seed = static_cast<uint64_t>(v.integer(cl, p, "seed", 0, NumberKind::kNonNegativeInt));
+    o.prefix_len = v.integer(cl, p, "prefix_len", 0, NumberKind::kNonNegativeInt);
+    if (Values::has(cl, "token_id_max")) {
+      o.token_id_max =
+          static_cast<int32_t>(v.integer(cl, p, "token_id_max", o.token_id_max, NumberKind::kTokenId));
+      o.token_id_max_given = true;
+    }
+    o.request_timeout_s = v.number(cl, p, "request_timeout_s", o.request_timeout_s, NumberKind::kPositive);
+    o.served_model_name = v.text(cl, p, "served_model_name", "");
+    if (Values::has(cl, "slo_ttft_ms")) o.slo.ttft_ms = v.number(cl, p, "slo_ttft_ms", 0, NumberKind::kPositive);
+    if (Values::has(cl, "slo_tpot_ms")) o.slo.tpot_ms = v.number(cl, p, "slo_tpot_ms", 0, NumberKind::kPositive);
+    if (Values::has(cl, "slo_e2el_ms")) o.slo.e2el_ms = v.number(cl, p, "slo_e2el_ms", 0, NumberKind::kPositive);
   }
   return c;
 }
@@ -372,8 +567,18 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
     auto eq = kv.find('=');
     if (eq == std::string::npos)
       throw Error(ErrorKind::kUsage, fmt::format("--env '{}': expected KEY=VALUE", kv));
-    c.envs[upper(kv.substr(0, eq))] = kv.substr(eq + 1);
+    const std::string key = upper(kv.substr(0, eq));
+    check_env_value("--env", key, kv.substr(eq + 1));
+    c.envs[key] = kv.substr(eq + 1);
   }
+  // The flags that set env-style keys, checked as the YAML's values are.
+  if (!from_yaml) {
+    if (f.tp) check_env_value("--tp", "TP", *f.tp);
+    if (f.input_len) check_env_value("--input-len", "ISL", *f.input_len);
+    if (f.output_len) check_env_value("--output-len", "OSL", *f.output_len);
+  }
+  if (f.num_prompts) check_env_value("--num-prompts", "NUM_PROMPTS", *f.num_prompts);
+  if (f.range_ratio) check_env_value("--range-ratio", "RANDOM_RANGE_RATIO", *f.range_ratio);
   c.engine_extra_args.insert(c.engine_extra_args.end(), f.extra_engine_args.begin(),
                              f.extra_engine_args.end());
   auto& o = c.client;
@@ -383,7 +588,13 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.duration) o.duration_s = *f.duration;
   if (f.seed) o.seed = *f.seed;
   if (f.prefix_len) o.prefix_len = *f.prefix_len;
-  if (f.token_id_max) o.token_id_max = static_cast<int32_t>(*f.token_id_max);
+  if (f.token_id_max) {
+    if (!parse_number(std::to_string(*f.token_id_max), NumberKind::kTokenId))
+      throw config_value_error({"--token-id-max"}, "token_id_max", describe(NumberKind::kTokenId),
+                               std::to_string(*f.token_id_max));
+    o.token_id_max = static_cast<int32_t>(*f.token_id_max);
+    o.token_id_max_given = true;
+  }
   if (f.request_timeout) o.request_timeout_s = *f.request_timeout;
   if (f.profile_num_prompts) o.profile_num_prompts = *f.profile_num_prompts;
   if (f.served_model_name) o.served_model_name = *f.served_model_name;

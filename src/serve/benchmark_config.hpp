@@ -28,6 +28,7 @@ struct ClientOptions {
   std::vector<double> percentiles{50, 90, 95, 99};
   uint64_t seed = 0;
   int32_t token_id_min = 100, token_id_max = 30000;
+  bool token_id_max_given = false;  // the user's bound: refused, not lowered, above the vocab
   int64_t prefix_len = 0;
   double request_timeout_s = 600;
   bool continuous_usage = false;
@@ -62,6 +63,7 @@ struct TraceLensSettings {
 struct WorkloadCase {
   int64_t concurrency = 32;
   int64_t input_len = 1024, output_len = 512;
+  bool input_len_given = false, output_len_given = false;  // OSL/ISL set, not defaults
   int64_t num_prompts = 320;
   double range_ratio = 0.5;
   double request_rate = std::numeric_limits<double>::infinity();
@@ -114,6 +116,9 @@ struct BenchmarkConfig {
   std::vector<std::string> unknown_keys;  // also in warnings; errors under --strict
 
   std::string env(const std::string& key, const std::string& fallback = {}) const;
+  // PORT and TP, read through the one guarded parse (parse_number); nullopt/1 when unset.
+  std::optional<int> port() const;
+  int64_t tensor_parallel() const;
   std::vector<WorkloadCase> cases() const;
   std::string resolved_run_kind() const;  // auto → diagnostic when any profiler is on
 };
@@ -131,6 +136,26 @@ struct BenchmarkFlags {
   std::vector<std::string> extra_engine_args;
   std::vector<std::string> envs;  // KEY=VALUE
 };
+
+// What a config number must be. Every value of the YAML, the env-style keys
+// (envs:, sweep cases, --env) and PORT/TP go through parse_number, so a bad
+// value is refused once, where the file and line (or the flag) are known.
+enum class NumberKind {
+  kNonNegative,     // seconds, GiB, microseconds
+  kPositive,        // intervals, burstiness, SLOs
+  kPositiveInt,     // CONC, ISL, OSL, NUM_PROMPTS, TP, top_k, count
+  kNonNegativeInt,  // warmups, seed, prefix_len, GPU indices
+  kPercent,         // 0..100
+  kRangeRatio,      // 0 <= r < 1
+  kPort,            // 1..65535
+  kTokenId,         // 1..INT32_MAX
+  kRate,            // > 0, or inf
+};
+std::optional<double> parse_number(const std::string& text, NumberKind kind);
+std::string describe(NumberKind kind);  // "a positive integer"
+// The env-style keys that take a number (CONC, ISL, OSL, NUM_PROMPTS, TP,
+// RANDOM_RANGE_RATIO, PORT), upper-case; others (EXTRA_*_ARGS, MAX_MODEL_LEN) are passed as text.
+std::optional<NumberKind> env_number_kind(const std::string& key);
 
 BenchmarkConfig load_benchmark_yaml(const std::filesystem::path& path);
 BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string& origin);

@@ -16,6 +16,7 @@
 #include "analysis/tracelens_report.hpp"
 #include "gpu/environment.hpp"
 #include "serve/gpu_names.hpp"
+#include "serve/model_files.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
@@ -36,6 +37,7 @@ struct ConfigEcho {
   size_t num_cases = 0;
   double timeout_seconds = 0;
   std::vector<std::string> precision_args;  // engine flags `precision` became; empty = none
+  std::optional<TokenIdRange> token_ids;  // random prompts only
 };
 
 // The engine the load went to (`server`).

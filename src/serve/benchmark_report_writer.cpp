@@ -220,6 +220,12 @@ json report_json(const BenchmarkReport& r) {
               {"num_cases", r.config.num_cases},
               {"timeout_seconds", r.config.timeout_seconds}};
   if (!r.config.precision_args.empty()) config["precision_args"] = r.config.precision_args;
+  if (const auto& t = r.config.token_ids) {
+    config["token_ids"] = {{"min", t->min},
+                           {"max", t->max},
+                           {"vocab_size", t->vocab_size ? json(*t->vocab_size) : json()},
+                           {"vocab_from", t->vocab_from.empty() ? json() : json(t->vocab_from)}};
+  }
   if (r.gpu_selection) config["gpu_selection"] = selection_json(*r.gpu_selection);
   j["config"] = std::move(config);
   if (r.server) j["server"] = server_json(*r.server);

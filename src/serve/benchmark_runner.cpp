@@ -24,6 +24,7 @@
 #include "serve/gpu_names.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
+#include "serve/model_files.hpp"
 #include "serve/profiling.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/request_log.hpp"
@@ -53,7 +54,9 @@ fs::path make_workspace(const BenchmarkConfig& c) {
   return fs::absolute(ws);
 }
 
-std::vector<Prompt> make_prompts(const ClientOptions& o, const WorkloadCase& w, size_t count) {
+}  // namespace
+
+std::vector<Prompt> case_prompts(const ClientOptions& o, const WorkloadCase& w, size_t count) {
   if (o.dataset == "random") {
     RandomDatasetOptions r;
     r.num_prompts = count;
@@ -69,9 +72,14 @@ std::vector<Prompt> make_prompts(const ClientOptions& o, const WorkloadCase& w, 
   FileDatasetOptions f;
   f.num_prompts = count;
   f.seed = o.seed;
+  // A given output length (--output-len, OSL) is every request's max_tokens;
+  // without one, each record's own length (the ShareGPT reply's, JSONL's output_len).
+  if (w.output_len_given) f.output_len = w.output_len;
   if (o.dataset == "sharegpt") return sharegpt_dataset(o.dataset_path, f);
   return jsonl_dataset(o.dataset_path, f);
 }
+
+namespace {
 
 // One stop flag for everything below the runner (readiness wait, load
 // generator): set by the caller's stop (Ctrl-C, an MCP cancel) or by the
@@ -154,13 +162,8 @@ GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
       report.warnings.push_back(
           "gpu_selection is not applied: with --endpoint the server is not launched by magpie");
     } else {
-      int64_t tp = 1;
-      try {
-        tp = std::stoll(c.env("TP", "1"));
-      } catch (const std::exception&) {
-      }
       GpuSelection chosen;
-      locks = select_and_lock(*c.gpu_selection, query_gpu_inventory(), tp, chosen);
+      locks = select_and_lock(*c.gpu_selection, query_gpu_inventory(), c.tensor_parallel(), chosen);
       c.envs[chosen.env_name] = chosen.env_value;
       // NVML numbers GPUs in PCI bus order; CUDA's default order is fastest
       // first. Same order, so the index chosen is the GPU the engine gets.
@@ -223,6 +226,30 @@ void fold_system_profile(SystemProfileBlock block, BenchmarkReport& report) {
   report.system_profiler = std::move(block);
 }
 
+// --endpoint names a server the user says is running: nothing listening
+// there is said within seconds (Error kUnreachable, exit 7), before the
+// workspace exists, instead of after the readiness limit. A server that
+// accepts connections but is not ready yet (/health 503) is waited for as before.
+void require_listening(const Endpoint& e) {
+  HttpResult r;
+  const int tries = 3;
+  for (int i = 0; i < tries; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+    r = http_request(e, "GET", e.target("/health"), "", std::chrono::seconds(5));
+    if (!r.refused && !r.unresolved) return;
+  }
+  throw Error(ErrorKind::kUnreachable,
+              fmt::format("nothing answers at {}: GET {} {} times over {} s: {}", e.url(), e.target("/health"),
+                          tries, tries - 1, r.error),
+              "", std::nullopt,
+              r.unresolved
+                  ? "check the host name in --endpoint (endpoint: in the YAML)"
+                  : fmt::format("start the server first (e.g. `vllm serve MODEL --port {}`) or fix the --endpoint "
+                                "address; to have magpie launch the engine and wait for it, pass --model "
+                                "without --endpoint",
+                                e.port));
+}
+
 bool answers_health(const Endpoint& e) {
   auto r = http_request(e, "GET", e.target("/health"), "", std::chrono::seconds(5));
   return r.ok && r.status == 200;
@@ -231,13 +258,8 @@ bool answers_health(const Endpoint& e) {
 // Docker mode, force_reuse: a running container magpie started for this
 // framework and model (and PORT, when given) whose engine answers. Returns its name.
 std::string reuse_engine_container(BenchmarkConfig& c, BenchmarkReport& report) {
-  int port = 0;
-  try {
-    port = c.env("PORT").empty() ? 0 : std::stoi(c.env("PORT"));
-  } catch (const std::exception&) {
-  }
   std::string why;
-  for (const auto& found : find_engine_containers(c.framework, c.model, port, &why)) {
+  for (const auto& found : find_engine_containers(c.framework, c.model, c.port().value_or(0), &why)) {
     if (found.port <= 0) continue;
     Endpoint e;
     e.port = static_cast<uint16_t>(found.port);
@@ -267,7 +289,7 @@ std::string apply_lifecycle(BenchmarkConfig& c, BenchmarkReport& report) {
   if (c.run_mode == "docker")
     if (auto name = reuse_engine_container(c, report); !name.empty()) return name;
   Endpoint existing;
-  existing.port = static_cast<uint16_t>(std::stoi(c.env("PORT", "8000")));
+  existing.port = static_cast<uint16_t>(c.port().value_or(8000));
   if (answers_health(existing)) {
     report.warnings.push_back(
         fmt::format("server_lifecycle: reusing the server already answering at {} (not launched, "
@@ -307,7 +329,7 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.request.model = model_field;
   lo.request.ignore_eos = c.client.ignore_eos;
   lo.request.continuous_usage = c.client.continuous_usage;
-  lo.prompts = make_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
+  lo.prompts = case_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
   lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
   lo.duration_s = c.client.duration_s;
   lo.arrivals.request_rate = w.request_rate;
@@ -460,11 +482,20 @@ class CaseRunner {
                             w.label()));
       return false;
     }
+    // The first failure in the server's own words (its message, one line, with the fix when known).
+    auto first = std::find_if(result.records.begin(), result.records.end(),
+                              [](const RequestRecord& r) { return !r.success; });
+    const std::string first_line = first == result.records.end() ? "" : failure_line(*first);
     if (m.completed == 0) {
-      report_.errors.push_back(
-          fmt::format("case {}: every request failed ({})", w.label(),
-                      m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first));
+      report_.errors.push_back(fmt::format(
+          "case {}: every request failed ({}){}", w.label(),
+          m.failures_by_reason.empty() ? "?" : m.failures_by_reason.begin()->first,
+          first_line.empty() ? "" : ": " + first_line));
       if (c_.on_failure == "abort") return false;
+    } else if (m.failed > 0) {
+      report_.warnings.push_back(fmt::format("case {}: {} of {} requests failed ({}); the first: {}",
+                                             w.label(), m.failed, m.completed + m.failed,
+                                             m.failures_by_reason.begin()->first, first_line));
     }
     return true;
   }
@@ -585,6 +616,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.warnings = c.warnings;
   std::optional<SystemProfilerPlan> system_profiler = plan_system_profiler(c, report);
   GpuLocks gpu_locks = resolve_engine_settings(c, report);
+  if (!c.endpoint.empty()) require_listening(Endpoint::parse(c.endpoint));
+  // The model's vocabulary bounds random token ids: known now from a local
+  // folder or the HF cache, else from the server's model card once it is ready.
+  std::optional<ModelVocab> vocab;
+  if (c.client.dataset == "random") {
+    vocab = model_vocab(c.model, c.hf_cache_path);
+    if (vocab) report.config.token_ids = fit_token_ids(c.client, vocab->size, vocab->config_path.string());
+  }
 
   outcome.workspace = make_workspace(c);
   const auto& ws = outcome.workspace;
@@ -601,6 +640,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.config.precision = c.precision;
   report.config.envs = c.envs;
   report.config.num_cases = c.cases().size();
+  if (c.client.dataset != "random") {
+    const auto cases = c.cases();
+    if (std::any_of(cases.begin(), cases.end(), [](const WorkloadCase& w) { return w.input_len_given; }))
+      report.warnings.push_back(fmt::format(
+          "ISL (--input-len) is not applied: dataset {} sends each record's own prompt; OSL (--output-len) "
+          "is every request's max_tokens",
+          c.client.dataset));
+  }
   report.config.timeout_seconds = c.timeout_seconds;
   if (system_profiler) {
     system_profiler->output_dir = ws / "system_profile";
@@ -645,8 +692,19 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
         ctx.on_progress(0, std::nullopt,
                         "waiting for the server to become ready: last error: " + last);
     };
+    // One plain line, also when stderr is a file: a long wait is never silent.
+    // (A terminal's live line shows the same with its clock.)
+    if (!ctx.on_progress || ctx.progress)
+      std::cerr << fmt::format("waiting up to {:g} s for the server at {} to become ready (--ready-timeout)\n",
+                               c.server_ready_timeout_s, server->plan().endpoint.url());
     std::string served = server->start(c.server_ready_timeout_s, stop.flag(), on_attempt);
     report.server->served_model = served;
+    if (c.client.dataset == "random" && !vocab) {
+      vocab = model_vocab_from_card(server->model_card(), c.hf_cache_path);
+      report.config.token_ids =
+          fit_token_ids(c.client, vocab ? std::optional(vocab->size) : std::nullopt,
+                        vocab ? vocab->config_path.string() : "");
+    }
     if (report.server->mode == "docker" && !report.server->image.empty()) {
       std::string why;
       report.server->image_digest = image_digest(report.server->image, &why);

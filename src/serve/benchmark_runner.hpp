@@ -11,6 +11,7 @@
 
 #include "serve/benchmark_config.hpp"
 #include "serve/benchmark_report.hpp"
+#include "serve/dataset.hpp"
 
 namespace magpie::serve {
 
@@ -33,5 +34,10 @@ struct BenchmarkOutcome {
 };
 
 BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& context);
+
+// A case's prompts: random token ids, or a ShareGPT/JSONL file's (whose
+// max_tokens is the case's output length when one was given).
+std::vector<Prompt> case_prompts(const ClientOptions& client, const WorkloadCase& w, size_t count);
+
 
 }  // namespace magpie::serve

@@ -13,6 +13,7 @@
 #include "serve/docker_command.hpp"
 #include "serve/engine_command.hpp"
 #include "serve/http_client.hpp"
+#include "serve/model_files.hpp"
 
 namespace magpie::serve {
 
@@ -44,8 +45,8 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
   spec.framework = fw;
   spec.model = c.model;
   spec.host = c.run_mode == "docker" ? "0.0.0.0" : "127.0.0.1";
-  spec.port = c.env("PORT").empty() ? free_port() : std::stoi(c.env("PORT"));
-  spec.tp = std::stoi(c.env("TP", "1"));
+  spec.port = c.port() ? *c.port() : free_port();
+  spec.tp = static_cast<int>(c.tensor_parallel());
   spec.max_model_len = c.env("MAX_MODEL_LEN");
   spec.gpu = c.engine_gpu;
   const char* extra_key = fw == Framework::kVllm     ? "EXTRA_VLLM_ARGS"
@@ -168,8 +169,10 @@ std::string EngineServer::start(double ready_timeout_s, const std::atomic<bool>*
       if (r.ok && r.status == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j.contains("data") && j["data"].is_array() && !j["data"].empty() &&
-            j["data"][0].contains("id"))
+            j["data"][0].contains("id")) {
+          model_card_ = j["data"][0];
           return j["data"][0]["id"].get<std::string>();
+        }
         last = "/v1/models listed no model";
       } else {
         last = r.ok ? fmt::format("/v1/models answered {}", r.status) : r.error;
@@ -231,15 +234,7 @@ nlohmann::json EngineServer::describe() const {
 std::string model_revision(const std::string& model, const std::string& hf_cache_path) {
   if (model.empty()) return {};
   if (fs::exists(model)) return "local:" + fs::absolute(model).string();
-  auto cache = home_path(hf_cache_path.empty() ? "~/.cache/huggingface" : hf_cache_path);
-  std::string dir = "models--";
-  for (char ch : model) {
-    if (ch == '/')
-      dir += "--";
-    else
-      dir.push_back(ch);
-  }
-  std::ifstream ref(fs::path(cache) / "hub" / dir / "refs" / "main");
+  std::ifstream ref(hf_repo_dir(model, hf_cache_path) / "refs" / "main");
   std::string rev;
   if (ref && std::getline(ref, rev)) return rev;
   return "unknown";

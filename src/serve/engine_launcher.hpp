@@ -60,6 +60,8 @@ class EngineServer {
   // Docker: what went wrong removing the container ("" when it is gone).
   const std::string& cleanup_problem() const { return cleanup_problem_; }
   const LaunchPlan& plan() const { return plan_; }
+  // The served model's /v1/models entry once ready (vLLM: id, root, max_model_len).
+  const nlohmann::json& model_card() const { return model_card_; }
   nlohmann::json describe() const;  // command, image, env, mode, log
 
  private:
@@ -69,6 +71,7 @@ class EngineServer {
   ServerProcess process_;
   bool started_ = false;
   std::string left_running_, cleanup_problem_;
+  nlohmann::json model_card_;
 };
 
 // The model revision when it can be known without the network: a local

@@ -217,9 +217,15 @@ HttpResult http_request(const Endpoint& endpoint, std::string_view method, std::
   resolver.async_resolve(
       endpoint.host, std::to_string(endpoint.port),
       [&](beast::error_code ec, tcp::resolver::results_type results) {
-        if (ec) return fail("resolve", ec);
+        if (ec) {
+          result.unresolved = true;
+          return fail("resolve", ec);
+        }
         stream.async_connect(results, [&](beast::error_code ec2, const tcp::endpoint&) {
-          if (ec2) return fail("connect", ec2);
+          if (ec2) {
+            result.refused = ec2 == asio::error::connection_refused;
+            return fail("connect", ec2);
+          }
           http::async_write(stream, req, [&](beast::error_code ec3, size_t) {
             if (ec3) return fail("write", ec3);
             http::async_read(stream, buffer, parser, [&](beast::error_code ec4, size_t) {

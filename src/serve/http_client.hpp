@@ -61,6 +61,8 @@ struct HttpResult {
   int status = 0;
   std::string body;
   std::string error;  // transport error when !ok
+  bool refused = false;     // nothing listens at the address (ECONNREFUSED)
+  bool unresolved = false;  // the host name does not resolve
 };
 
 // Blocking request with a deadline; never throws for network failures.

@@ -1,5 +1,7 @@
 #include "serve/request_record.hpp"
 
+#include <cctype>
+
 namespace magpie::serve {
 
 const char* to_string(FailureReason reason) {
@@ -51,6 +53,38 @@ nlohmann::json RequestRecord::to_json() const {
   }
   if (!chunk_tokens.empty()) j["chunk_tokens"] = chunk_tokens;
   return j;
+}
+
+std::string failure_line(const RequestRecord& r) {
+  std::string msg = r.error.empty() ? to_string(r.failure) : r.error;
+  // An HTTP error carries its body ("HTTP 400: {...}"): vLLM's and SGLang's
+  // {"error": {"message": ...}}, OpenAI's {"message": ...}, FastAPI's {"detail": ...}.
+  if (auto brace = msg.find('{'); brace != std::string::npos) {
+    auto j = nlohmann::json::parse(msg.substr(brace), nullptr, false);
+    if (!j.is_discarded() && j.is_object()) {
+      const nlohmann::json* said = nullptr;
+      if (auto e = j.find("error"); e != j.end() && e->is_object() && e->contains("message"))
+        said = &(*e)["message"];
+      else if (auto m = j.find("message"); m != j.end())
+        said = &*m;
+      else if (auto d = j.find("detail"); d != j.end())
+        said = &*d;
+      if (said && said->is_string()) msg = msg.substr(0, brace) + said->get<std::string>();
+    }
+  }
+  std::string line;
+  for (char ch : msg) {
+    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+    if (ch == ' ' && !line.empty() && line.back() == ' ') continue;
+    line.push_back(ch);
+  }
+  if (line.size() > 300) line = line.substr(0, 297) + "...";
+  std::string lower = line;
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower.find("vocab") != std::string::npos)
+    line += " — random token ids must exist in the model's vocabulary: pass --token-id-max N "
+            "(client.token_id_max) with N at most the vocab_size in the model's config.json";
+  return line;
 }
 
 }  // namespace magpie::serve

@@ -47,4 +47,8 @@ struct RequestRecord {
   nlohmann::json to_json() const;
 };
 
+// A failed request in one line, in the server's own words where it sent some
+// (an {"error": {"message": ...}} body or event), with the fix when it is known.
+std::string failure_line(const RequestRecord& record);
+
 }  // namespace magpie::serve

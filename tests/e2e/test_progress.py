@@ -2,7 +2,7 @@
 real pseudo-terminal from Python's pty module), nothing when stderr is a file,
 and plain lines with --progress (docs/HTML_REPORTS.md has the renderer's rules).
 
-The work is real: waiting for a server where nothing listens (the wait shows
+The work is real: waiting for a server that is not ready (503) (the wait shows
 the address, the clock and the limit), a serving run against the timed stub
 server (request counts, rate, ETA), a CPU compare (performance rounds) and gap
 analysis of the sample trace (bytes parsed, files loaded)."""
@@ -11,7 +11,6 @@ import os
 import pty
 import re
 import select
-import socket
 import struct
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT  # noqa: E402
+from not_ready_server import not_ready_server  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LIVE = "\r\x1b[K"  # the renderer's rewrite-in-place prefix
@@ -62,16 +62,14 @@ def run_to_file(args, tmp: Path, *extra) -> tuple:
     return proc.returncode, err.read_text()
 
 
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
-    return port
+@pytest.fixture()
+def not_ready_url():
+    with not_ready_server() as url:
+        yield url
 
 
-def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_waiting_for_a_server_that_never_answers(magpie, not_ready_url, tmp_path):
+    url = not_ready_url
     args = [magpie, "benchmark", "vllm", "--endpoint", url, "--ready-timeout", "3", "-o", tmp_path / "a"]
     rc, out = run_in_pty(args)
     assert rc != 0
@@ -83,7 +81,7 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     assert {0, 1, 2} <= seen, lines
     assert "not ready within 3 s" in out  # the error, with the last failure, at the end
     # The live line says why it is still waiting: the last connection error, after the clock.
-    assert any(re.search(r"\ds of 3s limit  last error: connect: Connection refused", x) for x in lines), lines
+    assert any(re.search(r"\ds of 3s limit  last error: /health answered 503", x) for x in lines), lines
 
     rc, err = run_to_file(args[:-1] + [tmp_path / "b"], tmp_path)
     assert rc != 0 and "waiting for the server" not in err and LIVE not in err, err
@@ -92,7 +90,7 @@ def test_waiting_for_a_server_that_never_answers(magpie, tmp_path):
     rc, err = run_to_file([magpie, "--progress", *args[1:-1], tmp_path / "c"], tmp_path)
     assert "waiting for the server to become ready" in err and LIVE not in err, err
     # The plain lines (the log) carry the last error too, as soon as it is known.
-    assert re.search(rf"ready at {re.escape(url)}  \ds of 3s limit  last error: connect: Connection refused", err), err
+    assert re.search(rf"ready at {re.escape(url)}  \ds of 3s limit  last error: /health answered 503", err), err
 
 
 @pytest.fixture(scope="module")

@@ -43,5 +43,17 @@ TEST(RejectUnknownKeys, OnlyUnderStrict) {
   }
 }
 
+TEST(ConfigValueError, NamesFileLineColumnPathExpectationAndValue) {
+  Error e = config_value_error({"b.yaml", 11, 12}, "gap_analysis.top_k", "a positive integer", "twenty",
+                               "e.g. top_k: 20");
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_EQ(exit_code_for(e.kind()), 2);
+  EXPECT_EQ(std::string(e.what()),
+            "b.yaml:11:12: gap_analysis.top_k: expected a positive integer, got 'twenty' — e.g. top_k: 20");
+  // A flag's value has no line; a long or multi-line value is cut to one short line.
+  Error f = config_value_error({"--env", 0, 0}, "CONC", "a positive integer", "many\nmore");
+  EXPECT_EQ(std::string(f.what()), "--env: CONC: expected a positive integer, got 'many...'");
+}
+
 }  // namespace
 }  // namespace magpie

@@ -98,10 +98,10 @@ TEST(BenchmarkTraceLensKeys, BadValuesNameTheKey) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_bad("      analysis_mode: training\n", "analysis_mode 'training'");
+  expect_bad("      analysis_mode: training\n", "tracelens.analysis_mode: expected inference or pytorch (classic), got 'training'");
   expect_bad("      analysis_stages: [decode, warmup]\n", "unknown stage 'warmup'");
-  expect_bad("      export_format: pdf\n", "export_format 'pdf'");
-  expect_bad("      num_steps: -1\n", "num_steps");
+  expect_bad("      export_format: pdf\n", "tracelens.export_format: expected csv, excel or both, got 'pdf'");
+  expect_bad("      num_steps: -1\n", "tracelens.num_steps: expected an integer of 0 or more, got '-1'");
 }
 
 TEST(BenchmarkTraceLensKeys, StagesExportFormatAndPerfReportChangeTheFiles) {
