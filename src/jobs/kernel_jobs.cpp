@@ -25,7 +25,34 @@ using namespace magpie::kernel;
 
 int KernelEvaluationOutcome::exit_code() const {
   if (!all_correct || cancelled) return 1;
-  return regression ? 1 : 0;
+  if (regression) return 1;
+  return performance_not_measured.empty() ? 0 : kExitPerformanceNotMeasured;
+}
+
+KernelEvaluationRequest with_absolute_paths(KernelEvaluationRequest r, const fs::path& caller_dir) {
+  auto absolute = [&caller_dir](const fs::path& p) {
+    return p.empty() || p.is_absolute() ? p : (caller_dir / p).lexically_normal();
+  };
+  r.output_dir = absolute(r.output_dir);
+  if (!r.sources.kernel_config.empty()) r.sources.kernel_config = absolute(r.sources.kernel_config).string();
+  if (!r.sources.working_dir.empty()) r.sources.working_dir = absolute(r.sources.working_dir).string();
+  for (auto& f : r.sources.files) f = absolute(f).string();
+  return r;
+}
+
+std::string why_timing_cannot_run(const GpuInfo& gpu, const std::string& why_no_gpu,
+                                  const std::vector<KernelSpec>& kernels) {
+  if (!gpu.vendor.empty()) return "";
+  auto timed_on_gpu = [](const KernelSpec& k) {
+    if (!k.prof_command.empty()) return false;  // the user's own profiler knows what it needs
+    return is_python_type(k.type) ? !k.bench_target.empty() : true;
+  };
+  auto it = std::find_if(kernels.begin(), kernels.end(), timed_on_gpu);
+  if (it == kernels.end()) return "";
+  return fmt::format("no GPU found ({}): timing {} needs one", why_no_gpu.empty() ? "the driver reports none" : why_no_gpu,
+                     is_python_type(it->type) ? "with the Python harness"
+                     : it->type == KernelType::kHip ? "HIP code"
+                                                     : "CUDA code");
 }
 
 KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const GpuInfo& gpu) {
@@ -149,7 +176,9 @@ std::string config_text(const KernelEvaluationRequest& r) {
 
 }  // namespace
 
-KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request, const JobContext& context) {
+KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_request, const JobContext& context) {
+  // Once, before anything runs: every child then sees the same absolute paths.
+  const KernelEvaluationRequest request = with_absolute_paths(caller_request, fs::current_path());
   RunRecorder recorder(context, request.compare ? RunKind::kCompare : RunKind::kAnalyze, {},
                        config_text(request));
   return recorder.run([&] {
@@ -173,7 +202,14 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     opt.performance = cfg.performance;
     opt.correctness = cfg.correctness;
     opt.latency = cfg.latency;
+    if (request.check_performance) {
+      out.performance_not_measured =
+          why_timing_cannot_run(out.gpu, out.gpu.vendor.empty() ? gpu::query_gpu_inventory().why_empty : "",
+                                cfg.kernels);
+    }
     opt.check_performance = request.check_performance;
+    opt.performance_unavailable = out.performance_not_measured;
+    opt.python = harness_python(cfg.latency);
     opt.check_latency = request.check_latency && cfg.latency.enabled;
     opt.gpu = out.gpu;
     opt.gpu_env = gpu_env;
@@ -189,10 +225,18 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
     recorder.workspace(out.workspace);
     if (request.compare) opt.baseline = &cfg.kernels[request.baseline];
     if (request.verbose) {
-      std::cerr << fmt::format("gpu: {} ({}); cupti: {}; python harness: {}\n",
+      std::cerr << fmt::format("gpu: {} ({}); cupti: {}; python harness: {} run by {}\n",
                                opt.gpu.name.empty() ? "none" : opt.gpu.name, opt.gpu.arch,
                                opt.cupti_lib.empty() ? "none" : opt.cupti_lib.string(),
-                               opt.python_dir.string());
+                               opt.python_dir.string(), opt.python);
+    }
+    if (!out.performance_not_measured.empty()) {
+      // Said once, before the correctness runs, instead of once per failed round.
+      const std::string note = fmt::format(
+          "performance not measured: {}; checking correctness only (--no-perf skips timing on purpose)",
+          out.performance_not_measured);
+      if (context.face == "cli") std::cerr << "note: " << note << "\n";
+      context.report(0, static_cast<double>(cfg.kernels.size() + 1), note);
     }
 
     // From the first build to the last timing round, so the CSV shows the whole run;
@@ -214,10 +258,11 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
       if (request.verbose) std::cerr << fmt::format("[{}] compile + correctness\n", e.spec.id);
       ev.prepare(e);
     }
-    if (request.check_performance && !context.cancelled())
+    const bool timing = request.check_performance && out.performance_not_measured.empty();
+    if (timing && !context.cancelled())
       context.report(static_cast<double>(n), static_cast<double>(n + 1), "performance rounds");
-    // No timing (--no-perf): no measuring window; throttling counts over the whole run.
-    const bool measuring = monitor && request.check_performance;
+    // No timing (--no-perf, no GPU): no measuring window; throttling counts over the whole run.
+    const bool measuring = monitor && timing;
     if (measuring) monitor->measuring_begin();
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
@@ -264,6 +309,9 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& request,
       recorder.fail("an implementation is not correct");
     } else if (out.regression) {
       recorder.fail("a candidate is SLOWER than the baseline (fail_on_regression)");
+    } else if (!out.performance_not_measured.empty()) {
+      // Correct is not a measured run: the store must not call it succeeded.
+      recorder.fail("performance not measured: " + out.performance_not_measured);
     }
     return out;
   });
@@ -275,6 +323,8 @@ nlohmann::json report_json(const KernelEvaluationOutcome& o) {
                          ? compare_report(o.evaluations, *o.ranking, o.verdict_settings, o.cupti, o.timestamp, &env)
                          : analyze_report(o.evaluations, o.timestamp, &env);
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
+  // Ours: performance was asked for but could not be measured, and why.
+  if (!o.performance_not_measured.empty()) j["performance_not_measured"] = o.performance_not_measured;
   return j;
 }
 
@@ -328,9 +378,15 @@ std::string console_text(const KernelEvaluationOutcome& o) {
   if (o.ranking) text += "\n" + o.ranking->summary + "\n";
   if (!o.cupti.kind.empty()) text += "note: " + describe(o.cupti) + "\n";
   for (const auto& e : o.evaluations) {
+    // A build's notes (the architecture it targeted) when it ran; "no build step" is no news.
+    if (!e.compiling.commands.empty())
+      for (const auto& n : e.compiling.notes) text += fmt::format("note: {}: {}\n", e.spec.id, n);
     for (const auto& n : e.correctness.notes) text += fmt::format("note: {}: {}\n", e.spec.id, n);
   }
   text += gpu_run_text(o);
+  if (!o.performance_not_measured.empty())
+    text += fmt::format("note: performance not measured: {}; correctness only (exit {})\n", o.performance_not_measured,
+                        kExitPerformanceNotMeasured);
   if (o.cancelled) text += "note: cancelled; the report holds what was measured before\n";
   text += "Workspace: " + o.workspace.string() + "\n";
   return text;
@@ -338,8 +394,21 @@ std::string console_text(const KernelEvaluationOutcome& o) {
 
 std::string error_text(const KernelEvaluationOutcome& o) {
   std::string text;
+  // One cause per implementation, from the stage that failed, with its fix and
+  // where the whole story is; the commands and log tails are in the report.
   for (const auto& e : o.evaluations) {
-    for (const auto& err : e.errors) text += fmt::format("{}: {}\n", e.spec.id, err.substr(0, err.find('\n')));
+    std::string stage;
+    const StageResult* st = e.deciding_stage(&stage);
+    if (st == nullptr || st->state != StageState::kFailed) continue;  // "not measured" is said once, in the notes
+    std::string cause = st->cause;
+    if (cause.empty() && !st->errors.empty()) cause = st->errors.front().substr(0, st->errors.front().find('\n'));
+    text += fmt::format("{}: {} FAILED: {}\n", e.spec.id, stage, cause);
+    if (!st->fix.empty()) text += "  fix: " + st->fix + "\n";
+    if (stage == "performance") {
+      text += fmt::format("  logs: {}\n", (e.dir / "performance_r*.log").string());
+    } else if (!st->log.empty()) {
+      text += "  log: " + st->log.string() + "\n";
+    }
   }
   if (o.regression) text += "error: a candidate is SLOWER than the baseline (--fail-on-regression)\n";
   return text;

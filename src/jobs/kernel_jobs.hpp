@@ -78,11 +78,32 @@ struct KernelEvaluationOutcome {
   bool all_correct = false;
   bool regression = false;  // a candidate SLOWER than the baseline beyond noise
   bool cancelled = false;
+  // Why performance was not measured although asked for (no GPU to time on),
+  // "" when it was or --no-perf said not to.
+  std::string performance_not_measured;
   int64_t run_id = 0;
   // Magpie's exit status: 1 if any implementation is not correct, or a
-  // regression under fail_on_regression.
+  // regression under fail_on_regression; kExitPerformanceNotMeasured when all
+  // are correct but timing could not run.
   int exit_code() const;
 };
+
+// README "Exit codes": correctness was checked, performance could not be measured.
+inline constexpr int kExitPerformanceNotMeasured = 8;
+
+// The request with every path the caller gave (output_dir, kernel config,
+// kernel files, working_dir) made absolute against `caller_dir`, the caller's
+// working folder. Children run in the kernels' folders: a relative -o would
+// name a different place (one that does not exist) for each of them.
+KernelEvaluationRequest with_absolute_paths(KernelEvaluationRequest request, const std::filesystem::path& caller_dir);
+
+// Why performance timing cannot run on this machine, "" when it can: `gpu`
+// names none, and an implementation is timed on one — by the built-in Python
+// harness (a bench_target) or as compiled CUDA/HIP code. A Python entry timed
+// by its own testcase or prof_command may run anywhere. All or none: compare
+// needs every implementation timed alike. `why_no_gpu` is the driver's note.
+std::string why_timing_cannot_run(const kernel::GpuInfo& gpu, const std::string& why_no_gpu,
+                                  const std::vector<kernel::KernelSpec>& kernels);
 
 // The kernel config the request describes (YAML loaded, files added, flags
 // applied). Throws Error(kUsage) naming the fix for an empty or inconsistent

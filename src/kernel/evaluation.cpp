@@ -1,5 +1,7 @@
 #include "kernel/evaluation.hpp"
 
+#include <utility>
+
 namespace magpie::kernel {
 
 const char* to_string(StageState s) {
@@ -38,6 +40,17 @@ double Evaluation::score() const {
   if (compiling.state == StageState::kFailed || !correct()) return 0.0;
   if (performance.state == StageState::kFailed) return 0.5;
   return 1.0;
+}
+
+const StageResult* Evaluation::deciding_stage(std::string* name) const {
+  const std::pair<const char*, const StageResult*> stages[] = {
+      {"compile", &compiling}, {"correctness", &correctness}, {"performance", &performance}};
+  for (const auto& [n, st] : stages) {
+    if (st->state != StageState::kFailed && st->cause.empty()) continue;
+    if (name) *name = n;
+    return st;
+  }
+  return nullptr;
 }
 
 }  // namespace magpie::kernel

@@ -25,6 +25,10 @@ struct StageResult {
   std::vector<std::string> commands;  // as run, shell-quoted
   std::filesystem::path log;
   double wall_seconds = 0;
+  // A failed stage's reason in one line (kernel/failure_cause.hpp), and its fix
+  // when one is known; the full errors above keep the command and the log tail.
+  std::string cause;
+  std::string fix;
 };
 
 // One performance run of one implementation.
@@ -72,6 +76,10 @@ struct Evaluation {
   bool measured() const { return performance.state == StageState::kSuccess; }
   // Magpie's score: 0.5 correctness + 0.5 performance; 1.0 when correct and performance skipped.
   double score() const;
+  // The stage whose cause explains this implementation's outcome: the first
+  // FAILED one, else performance not measured for a reason (no GPU); its name
+  // ("compile", "correctness", "performance") in `name`. nullptr when none.
+  const StageResult* deciding_stage(std::string* name = nullptr) const;
 };
 
 }  // namespace magpie::kernel

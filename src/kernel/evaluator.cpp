@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "kernel/failure_cause.hpp"
 #include "kernel/process_runner.hpp"
 #include "kernel/verdict.hpp"
 #include "profiler/ncu_csv.hpp"
@@ -87,9 +88,48 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); }
 
-// Runs the commands of one stage in order into `log`; false at the first failure.
+// Sets a stage's one-line reason once: the first failure is the cause.
+void set_cause(StageResult& stage, std::string cause, std::string fix = {}) {
+  if (!stage.cause.empty() || cause.empty()) return;
+  stage.cause = std::move(cause);
+  stage.fix = std::move(fix);
+}
+
+// What a failed command was, for fix_for: the interpreter it ran, and whether
+// it was the built-in harness.
+FailureContext failure_context(const Command& argv, const char* stage) {
+  FailureContext c;
+  c.stage = stage;
+  if (argv.empty()) return c;
+  const std::string name = fs::path(argv[0]).filename().string();
+  if (name.rfind("python", 0) == 0) {
+    c.interpreter = argv[0];
+    if (argv[0].find('/') == std::string::npos) c.interpreter_path = find_on_path(argv[0]);
+  }
+  for (size_t i = 1; i + 1 < argv.size(); ++i)
+    if (argv[i] == "-m" && argv[i + 1] == "magpie_bench") c.harness = true;
+  return c;
+}
+
+// Magpie's arch variables left as written after expansion in an option
+// (`-arch=${MAGPIE_CUDA_ARCH}`): nvcc would get them literally ("Unsupported
+// gpu architecture"). A shell script's `$MAGPIE_GPU_ARCH` is the shell's to test.
+std::optional<std::string> unresolved_magpie_variable(const Command& argv) {
+  for (const char* name : {"MAGPIE_CUDA_ARCH", "MAGPIE_GPU_ARCH"}) {
+    for (const auto& a : argv) {
+      if (a.empty() || a.front() != '-') continue;
+      if (a.find(fmt::format("${{{}}}", name)) != std::string::npos ||
+          a.find(fmt::format("${}", name)) != std::string::npos)
+        return std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
+// Runs the commands of one stage in order into `log`; false at the first failure,
+// whose one-line cause and fix go to stage.cause / stage.fix.
 bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::string, std::string>& env,
-             double timeout_s, StageResult& stage, const std::atomic<bool>* cancel) {
+             double timeout_s, StageResult& stage, const std::atomic<bool>* cancel, const char* stage_name) {
   // Second expansion, at run time: $MAGPIE_KERNEL_DIR and friends exist only now.
   VarLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
     if (auto it = env.find(name); it != env.end()) return it->second;
@@ -100,18 +140,39 @@ bool run_all(const CommandList& cmds, const fs::path& cwd, const std::map<std::s
     for (const auto& a : raw) argv.push_back(expand_vars(a, lookup));
     if (cancel && cancel->load()) {
       stage.errors.push_back("cancelled before `" + join_command(argv) + "` started");
+      set_cause(stage, "cancelled");
+      return false;
+    }
+    if (auto name = unresolved_magpie_variable(argv)) {
+      std::string cause = fmt::format("${{{}}} is not set: no GPU was found to take the architecture from", *name);
+      std::string fix = fix_for(cause, failure_context(argv, stage_name));
+      stage.commands.push_back(join_command(argv));
+      stage.errors.push_back(fmt::format("`{}`: not run: {}; {}", join_command(argv), cause, fix));
+      set_cause(stage, cause, fix);
       return false;
     }
     ProcessSpec spec{argv, cwd, env, seconds(timeout_s), stage.log, cancel};
     stage.commands.push_back(join_command(argv));
+    std::error_code size_ec;
+    const uintmax_t log_before = fs::exists(stage.log) ? fs::file_size(stage.log, size_ec) : 0;
     auto r = run_process(spec);
     stage.wall_seconds += r.wall_seconds;
     if (!r.ok()) {
-      std::string what = r.spawn_failed && find_on_path(argv[0]).empty() && argv[0].find('/') == std::string::npos
-                             ? fmt::format("{} not found on PATH", argv[0])
-                             : r.describe();
-      stage.errors.push_back(fmt::format("`{}`: {}; see {}\n{}", join_command(argv), what, stage.log.string(),
-                                         log_tail(stage.log, 1500)));
+      const bool not_found =
+          r.spawn_failed && find_on_path(argv[0]).empty() && argv[0].find('/') == std::string::npos;
+      std::string what = not_found ? fmt::format("{} not found on PATH", argv[0]) : r.describe();
+      std::string tail = log_tail(stage.log, 1500);
+      stage.errors.push_back(fmt::format("`{}`: {}; see {}\n{}", join_command(argv), what, stage.log.string(), tail));
+      std::string cause = what;
+      if (!(r.timed_out || r.cancelled || r.spawn_failed || r.term_signal != 0) && fs::exists(stage.log)) {
+        // This command's output only, after its "$ command" line: the log holds the stage's earlier commands too.
+        std::string output(read_file(stage.log).view());
+        size_t from = static_cast<size_t>(size_ec ? 0 : log_before) + shell_join(argv).size() + 3;
+        if (output.size() > 64 * 1024) from = std::max(from, output.size() - 64 * 1024);
+        output.erase(0, std::min(from, output.size()));
+        if (auto c = cause_from_output(output); !c.empty()) cause = c;
+      }
+      set_cause(stage, cause, fix_for(cause, failure_context(argv, stage_name)));
       return false;
     }
   }
@@ -151,6 +212,38 @@ fs::path default_cupti_lib() {
   return {};
 }
 
+std::string oldest_sm_arch(std::string_view text) {
+  int best = -1;
+  size_t at = 0;
+  while ((at = text.find("compute_", at)) != std::string_view::npos) {
+    at += 8;
+    int v = 0;
+    size_t digits = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 4) {
+      v = v * 10 + (text[at++] - '0');
+      ++digits;
+    }
+    if (digits > 0 && (best < 0 || v < best)) best = v;
+  }
+  return best < 0 ? std::string() : fmt::format("sm_{}", best);
+}
+
+std::string default_cuda_arch() {
+  static const std::string arch = [] {
+    if (find_on_path("nvcc").empty()) return std::string();
+    ProcessSpec spec{{"nvcc", "--list-gpu-arch"}, {}, {}, std::chrono::seconds(30), {}, nullptr};
+    spec.capture_output = true;
+    auto r = run_process(spec);
+    return r.ok() ? oldest_sm_arch(r.output) : std::string();
+  }();
+  return arch;
+}
+
+std::string harness_python(const LatencySettings& latency) {
+  if (auto v = env_or("MAGPIE_PYTHON", ""); !v.empty()) return v;
+  return latency.python.empty() ? std::string("python3") : latency.python;
+}
+
 VarLookup magpie_lookup(const GpuInfo& gpu, const fs::path& workspace) {
   auto base = environment_lookup();
   return [base, gpu, workspace](const std::string& name) -> std::optional<std::string> {
@@ -171,6 +264,9 @@ std::map<std::string, std::string> Evaluator::env_for(const Evaluation& e) const
   if (!opt_.gpu.arch.empty()) {
     env.emplace("MAGPIE_CUDA_ARCH", opt_.gpu.arch);
     env.emplace("MAGPIE_GPU_ARCH", opt_.gpu.arch);
+  } else if (e.spec.type == KernelType::kCuda && std::getenv("MAGPIE_CUDA_ARCH") == nullptr) {
+    // No GPU to take it from: nvcc's own default target, so a build still links (compile() notes it).
+    if (auto arch = default_cuda_arch(); !arch.empty()) env.emplace("MAGPIE_CUDA_ARCH", arch);
   }
   env["MAGPIE_KERNEL_DIR"] = e.dir.string();
   env["MAGPIE_KERNEL_ID"] = e.spec.id;
@@ -225,6 +321,7 @@ void Evaluator::compile(Evaluation& e) const {
       if (find_on_path("hipcc").empty()) {
         st.state = StageState::kFailed;
         st.errors.push_back("hipcc not found on PATH: install ROCm (hipcc) or pass --compile-cmd / compile_command");
+        set_cause(st, "hipcc not found on PATH", "install ROCm (hipcc) or pass --compile-cmd / compile_command");
         e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
         return;
       }
@@ -235,13 +332,26 @@ void Evaluator::compile(Evaluation& e) const {
     for (const auto& s : e.spec.source_files) argv.push_back(s.string());
     cmds.push_back(std::move(argv));
   }
+  if (opt_.gpu.arch.empty()) {
+    if (auto it = env.find("MAGPIE_CUDA_ARCH"); it != env.end() && std::getenv("MAGPIE_CUDA_ARCH") == nullptr) {
+      for (const auto& c : cmds) {
+        auto names_it = [](const std::string& a) { return a.find("MAGPIE_CUDA_ARCH") != std::string::npos; };
+        if (std::none_of(c.begin(), c.end(), names_it)) continue;
+        st.notes.push_back(fmt::format(
+            "no GPU found: ${{MAGPIE_CUDA_ARCH}} = {}, the oldest target this nvcc builds (its default; newer GPUs run "
+            "it through PTX); set MAGPIE_GPU_ARCH=sm_XX to build for a given GPU",
+            it->second));
+        break;
+      }
+    }
+  }
   if (cmds.empty()) {
     st.state = StageState::kSuccess;
     st.notes.push_back(is_python_type(e.spec.type) ? "no build step: Python implementation"
                                                    : "no build step: no compile_command and no source_files");
     return;
   }
-  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, st, opt_.cancel);
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, st, opt_.cancel, "compile");
   st.state = ok ? StageState::kSuccess : StageState::kFailed;
   e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
 }
@@ -284,9 +394,10 @@ void Evaluator::check_correctness(Evaluation& e) const {
   if (has_target) {
     fs::path json_out = e.dir / "correctness.json";
     ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env, opt_.correctness.timeout_seconds,
-                 st, opt_.cancel);
+                 st, opt_.cancel, "correctness");
     try {
       e.correctness_detail = nlohmann::json::parse(read_file(json_out).view());
+      const size_t first_json_error = st.errors.size();
       for (const auto& err : e.correctness_detail.value("errors", std::vector<std::string>{})) st.errors.push_back(err);
       scope.push_back(e.correctness_detail.value("scope", "numerical check"));
       if (e.correctness_detail.value("finiteness_only", false)) {
@@ -295,14 +406,20 @@ void Evaluator::check_correctness(Evaluation& e) const {
                                          "for finiteness (no NaN/Inf) and input immutability"
                                        : "no baseline: only finiteness (no NaN/Inf) and input immutability were checked");
       }
+      if (!e.correctness_detail.value("success", false) && st.errors.size() > first_json_error)
+        set_cause(st, st.errors[first_json_error]);
       ok = ok && e.correctness_detail.value("success", false);
     } catch (const std::exception& ex) {
-      if (ok) st.errors.push_back(fmt::format("harness wrote no readable {}: {}", json_out.string(), ex.what()));
+      if (ok) {
+        st.errors.push_back(fmt::format("harness wrote no readable {}: {}", json_out.string(), ex.what()));
+        set_cause(st, st.errors.back());
+      }
       ok = false;
     }
   }
   if (ok && !e.spec.testcase_command.empty()) {
-    ok = run_all(e.spec.testcase_command, e.spec.working_dir, env, opt_.correctness.timeout_seconds, st, opt_.cancel);
+    ok = run_all(e.spec.testcase_command, e.spec.working_dir, env, opt_.correctness.timeout_seconds, st, opt_.cancel,
+                 "correctness");
     scope.push_back("testcase exit status");
   }
   if (!has_target && e.spec.testcase_command.empty()) {
@@ -318,6 +435,7 @@ void Evaluator::check_correctness(Evaluation& e) const {
 
 std::string Evaluator::why_no_cupti(const Evaluation& e) const {
   if (!opt_.check_performance) return "performance not measured (--no-perf)";
+  if (!opt_.performance_unavailable.empty()) return "performance not measured: " + opt_.performance_unavailable;
   if (!e.correct()) return "not measured: correctness did not succeed";
   if (opt_.cupti_lib.empty()) return "no CUPTI library (no NVIDIA GPU, or libmagpie_cupti.so not found)";
   if (e.spec.type == KernelType::kHip) return "HIP kernel: CUPTI does not apply";
@@ -333,7 +451,7 @@ void Evaluator::measure_round(Evaluation& e, int round, const std::string& cupti
 bool Evaluator::measure_probe(Evaluation& e) const { return run_round(e, -1, true, "concurrent"); }
 
 bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::string& cupti_kind) const {
-  if (!e.correct() || !opt_.check_performance) return false;
+  if (!e.correct() || !opt_.check_performance || !opt_.performance_unavailable.empty()) return false;
   auto& st = e.performance;
   auto env = env_for(e);
   RoundMeasurement m;
@@ -366,12 +484,14 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
   StageResult round_stage;
   round_stage.log = e.dir / fmt::format("performance_{}.log", label);
   fs::remove(round_stage.log);
-  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage, opt_.cancel);
+  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage, opt_.cancel,
+                    "performance");
   st.commands.insert(st.commands.end(), round_stage.commands.begin(), round_stage.commands.end());
   st.wall_seconds += round_stage.wall_seconds;
   m.wall_seconds = round_stage.wall_seconds;
   if (!ok) {
     for (auto& err : round_stage.errors) st.errors.push_back(fmt::format("{}: {}", what, err));
+    set_cause(st, round_stage.cause, round_stage.fix);
     e.rounds.push_back(std::move(m));
     return false;
   }
@@ -389,6 +509,7 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
         // The harness spoke but its line failed: never substitute the process's
         // busy time or wall clock for the samples it meant to give.
         st.errors.push_back(fmt::format("{}: {} line unusable: {}", what, kLatencyPrefix, lat->error));
+        set_cause(st, lat->error, fix_for(lat->error, {"performance", {}, {}, has_target}));
         e.rounds.push_back(std::move(m));
         return false;
       }
@@ -427,7 +548,7 @@ void Evaluator::ncu_pass(Evaluation& e) const {
   fs::remove(st.log);
   auto cmd = profiler::ncu_command(e.spec.testcase_command.back(), opt_.performance.ncu_metrics,
                                    opt_.performance.ncu_args);
-  if (!run_all({cmd}, e.spec.working_dir, env_for(e), opt_.performance.timeout_seconds * 4.0, st, opt_.cancel)) {
+  if (!run_all({cmd}, e.spec.working_dir, env_for(e), opt_.performance.timeout_seconds * 4.0, st, opt_.cancel, "ncu")) {
     e.performance.notes.push_back("ncu pass failed: " + (st.errors.empty() ? std::string() : st.errors.front()));
     return;
   }
@@ -499,6 +620,13 @@ void Evaluator::finish(Evaluation& e) const {
   if (!opt_.check_performance) {
     st.state = StageState::kSkipped;
     if (e.correct()) st.notes.push_back("performance not measured (--no-perf)");
+  } else if (!opt_.performance_unavailable.empty()) {
+    st.state = StageState::kSkipped;
+    if (e.correct()) {
+      st.cause = "not measured: " + opt_.performance_unavailable;
+      st.fix = "run on a machine with a GPU, or pass --no-perf to check correctness only";
+      st.notes.push_back("performance " + st.cause);
+    }
   } else if (e.correct()) {
     auto samples = e.samples_ns();
     st.state = samples.empty() ? StageState::kFailed : StageState::kSuccess;
@@ -512,13 +640,18 @@ void Evaluator::finish(Evaluation& e) const {
     if (auto why = no_gpu_work(e)) {
       st.state = StageState::kFailed;
       st.errors.push_back(*why);
+      st.cause = *why;  // a rejection outweighs a failed round
+      st.fix.clear();
     } else if (!samples.empty() && floor > 0 && median_of(samples) < floor * opt_.performance.floor_tolerance) {
       st.state = StageState::kFailed;
       st.errors.push_back(fmt::format(
           "median {:.3f} us is below the roofline floor {:.3f} us ({} bytes at {} TB/s, {} FLOP at {} TFLOP/s): "
           "physically impossible, so the timing misses work (another stream? cached result?)",
           median_of(samples) / 1e3, floor / 1e3, e.spec.min_bytes, peak_bw, e.spec.min_flops, peak_fl));
+      st.cause = st.errors.back();
+      st.fix.clear();
     }
+    if (st.state == StageState::kFailed && !st.errors.empty()) set_cause(st, st.errors.back());
     if (st.state == StageState::kSuccess) ncu_pass(e);
     e.errors.insert(e.errors.end(), st.errors.begin(), st.errors.end());
   } else {

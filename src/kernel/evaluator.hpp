@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "kernel/evaluation.hpp"
 #include "kernel/gpu_info.hpp"
@@ -20,6 +21,9 @@ struct EvaluatorOptions {
   LatencySettings latency;
   bool check_performance = true;  // --no-perf clears it
   bool check_latency = true;      // --no-latency clears it
+  // Why timing cannot run here (no GPU), "" when it can: correctness still
+  // runs; performance is SKIPPED with this as its cause, and no round runs.
+  std::string performance_unavailable;
   std::filesystem::path workspace;
   std::filesystem::path python_dir;  // holds magpie_bench/
   std::filesystem::path cupti_lib;   // libmagpie_cupti.so, "" = none
@@ -37,6 +41,16 @@ struct EvaluatorOptions {
 // beside the executable, else the build tree this binary came from.
 std::filesystem::path default_python_dir();
 std::filesystem::path default_cupti_lib();
+
+// `nvcc --list-gpu-arch` output → sm_XX of its oldest compute_XX ("" when none
+// is listed): the target nvcc builds when given none.
+std::string oldest_sm_arch(std::string_view nvcc_list_gpu_arch);
+// ${MAGPIE_CUDA_ARCH} without a GPU: oldest_sm_arch of the nvcc on PATH, asked
+// once; "" without nvcc (the command is then refused, naming the variable).
+std::string default_cuda_arch();
+// The interpreter that runs python/magpie_bench: $MAGPIE_PYTHON, else the
+// YAML's latency.python, else the first python3 on PATH.
+std::string harness_python(const LatencySettings& latency);
 
 // The variables Magpie adds for commands and $VAR expansion:
 // MAGPIE_CUDA_ARCH / MAGPIE_GPU_ARCH (e.g. sm_90), MAGPIE_WORKSPACE.

@@ -299,7 +299,7 @@ struct Reader {
     if (!n.IsMap()) fail(key, "expected a map", "e.g. latency: {enabled: true}");
     warn_unknown(n, "latency.",
                  {"enabled", "method", "primary_metric", "rep_ms", "n_retries", "estimate_reps", "warmup_iters",
-                  "seed", "kernel_filter", "bench_target", "pythonpath", "timeout_seconds", "max_noise",
+                  "seed", "kernel_filter", "bench_target", "pythonpath", "python", "timeout_seconds", "max_noise",
                   "min_samples", "min_time_s", "max_time_s", "l2_flush"});
     if (n["enabled"]) l.enabled = boolean(n["enabled"], key + ".enabled");
     if (n["method"]) {
@@ -329,6 +329,12 @@ struct Reader {
         fs::path pp = p;
         l.pythonpath.push_back((pp.is_absolute() ? pp : base_dir / pp).lexically_normal().string());
       }
+    }
+    if (n["python"]) {
+      // A bare name is looked up on PATH; a path with a folder is the YAML's, like pythonpath.
+      l.python = text(n["python"], key + ".python");
+      fs::path py = l.python;
+      if (l.python.find('/') != std::string::npos && !py.is_absolute()) l.python = (base_dir / py).lexically_normal().string();
     }
     if (n["timeout_seconds"]) l.timeout_seconds = number<int>(n["timeout_seconds"], key + ".timeout_seconds");
     if (n["max_noise"]) l.max_noise = number<double>(n["max_noise"], key + ".max_noise");

@@ -91,6 +91,9 @@ struct LatencySettings {
   std::string kernel_filter;  // regex on kernel names ("" = all)
   BenchTarget bench_target;
   std::vector<std::string> pythonpath;
+  // Ours: the interpreter that runs the harness ("" = python3 on PATH;
+  // $MAGPIE_PYTHON wins). A relative path resolves against the YAML's folder.
+  std::string python;
   int timeout_seconds = 120;
   // Ours: nvbench-style stopping for the built-in timing loop.
   double max_noise = 0.005;

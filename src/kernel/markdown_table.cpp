@@ -5,19 +5,34 @@
 namespace magpie::kernel {
 
 namespace {
-std::string cell(std::string s) {
+std::string cell(std::string s, size_t width = 80) {
   for (auto& c : s) {
     if (c == '|' || c == '\n') c = ' ';
   }
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+  return s.size() > width ? s.substr(0, width - 3) + "..." : s;
+}
+
+// SKIPPED for a reason (no GPU to time on) reads "not measured"; --no-perf stays SKIPPED.
+std::string perf_cell(const Evaluation& e) {
+  if (e.performance.state == StageState::kSkipped && e.correct() && !e.performance.cause.empty())
+    return "not measured";
+  return to_string(e.performance.state);
+}
+
+// The analyze table's last column: why, in one line.
+std::string why_cell(const Evaluation& e) {
+  std::string name;
+  const StageResult* st = e.deciding_stage(&name);
+  if (st == nullptr || st->cause.empty()) return "";
+  return cell(name + ": " + st->cause, 160);
 }
 }  // namespace
 
 std::string markdown_table(const std::vector<Evaluation>& evals, const Ranking* ranking) {
   std::string out = ranking ? "| # | kernel | compile | correct | perf | median (us) | CV | samples | rank | speedup vs baseline (95% CI) | verdict |\n"
                               "|---|---|---|---|---|---:|---:|---:|---:|---|---|\n"
-                            : "| kernel | type | compile | correct | perf | latency | median (us) | CV | samples | timing source |\n"
-                              "|---|---|---|---|---|---|---:|---:|---:|---|\n";
+                            : "| kernel | type | compile | correct | perf | latency | median (us) | CV | samples | timing source | why |\n"
+                              "|---|---|---|---|---|---|---:|---:|---:|---|---|\n";
   for (size_t i = 0; i < evals.size(); ++i) {
     const auto& e = evals[i];
     auto samples = e.samples_ns();
@@ -36,9 +51,10 @@ std::string markdown_table(const std::vector<Evaluation>& evals, const Ranking* 
       cv = fmt::format("{:.2f}%", m > 0 ? 100 * sd / m : 0);
     }
     if (!ranking) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(e.spec.id), to_string(e.spec.type),
-                         to_string(e.compiling.state), to_string(e.correctness.state), to_string(e.performance.state),
-                         to_string(e.latency.state), median, cv, samples.size(), e.timing_source());
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(e.spec.id),
+                         to_string(e.spec.type), to_string(e.compiling.state), to_string(e.correctness.state),
+                         perf_cell(e), to_string(e.latency.state), median, cv, samples.size(), e.timing_source(),
+                         why_cell(e));
       continue;
     }
     const auto& row = ranking->rows[i];
@@ -52,8 +68,8 @@ std::string markdown_table(const std::vector<Evaluation>& evals, const Ranking* 
       verdict = to_string(row.vs_baseline->verdict);
     }
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", i, cell(e.spec.id),
-                       to_string(e.compiling.state), to_string(e.correctness.state), to_string(e.performance.state),
-                       median, cv, samples.size(), rank, speedup, cell(verdict));
+                       to_string(e.compiling.state), to_string(e.correctness.state), perf_cell(e), median, cv,
+                       samples.size(), rank, speedup, cell(verdict, 200));
   }
   return out;
 }

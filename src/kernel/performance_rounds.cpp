@@ -39,7 +39,8 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
     choice = choose_cupti_kind(configured, probes);
     if (opt.verbose) std::cerr << describe(choice) << "\n";
   }
-  for (int r = 0; r < opt.performance.rounds && opt.check_performance; ++r) {
+  const bool timing = opt.check_performance && opt.performance_unavailable.empty();
+  for (int r = 0; r < opt.performance.rounds && timing; ++r) {
     for (size_t j = 0; j < evals.size(); ++j) {
       auto& e = evals[(j + static_cast<size_t>(r)) % evals.size()];
       if (opt.verbose && e.correct()) std::cerr << fmt::format("[{}] performance round {}\n", e.spec.id, r);

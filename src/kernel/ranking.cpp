@@ -16,12 +16,21 @@ Ranking rank_evaluations(const std::vector<Evaluation>& evals, size_t baseline, 
     row.index = e.index;
     row.id = e.spec.id;
     auto samples = e.samples_ns();
+    // The reason is the failed stage's cause (one line), not the command that failed.
+    auto why = [](const StageResult& st, size_t cut) {
+      return !st.cause.empty() ? st.cause : st.errors.empty() ? std::string() : st.errors.front().substr(0, cut);
+    };
     if (e.compiling.state == StageState::kFailed) {
-      row.reason = "compile failed";
+      row.reason = e.compiling.cause.empty() ? "compile failed" : "compile failed: " + e.compiling.cause;
+      row.fix = e.compiling.fix;
     } else if (!e.correct()) {
-      row.reason = e.correctness.errors.empty() ? "correctness not SUCCESS" : "incorrect: " + e.correctness.errors.front().substr(0, 160);
+      row.reason = e.correctness.errors.empty() && e.correctness.cause.empty() ? "correctness not SUCCESS"
+                                                                              : "incorrect: " + why(e.correctness, 160);
+      row.fix = e.correctness.fix;
     } else if (!e.measured()) {
-      row.reason = e.performance.errors.empty() ? "not measured" : e.performance.errors.front().substr(0, 200);
+      row.reason = why(e.performance, 200);
+      if (row.reason.empty()) row.reason = "not measured";
+      row.fix = e.performance.fix;
     } else {
       row.eligible = true;
       row.samples = samples.size();

@@ -15,7 +15,8 @@ struct RankedRow {
   size_t index = 0;
   std::string id;
   bool eligible = false;          // correct and measured
-  std::string reason;             // why not eligible
+  std::string reason;             // why not eligible: the deciding stage's one-line cause
+  std::string fix;                // how to fix it, when known
   double median_ns = 0;
   double cv = 0;                  // stddev / mean of the pooled samples
   size_t samples = 0;

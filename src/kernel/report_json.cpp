@@ -19,6 +19,9 @@ json stage_result(const StageResult& s) {
   if (!s.commands.empty()) j["commands"] = s.commands;
   if (!s.log.empty()) j["log"] = s.log.string();
   j["wall_seconds"] = s.wall_seconds;
+  // Ours: the failure's reason in one line, and its fix when known.
+  if (!s.cause.empty()) j["cause"] = s.cause;
+  if (!s.fix.empty()) j["fix"] = s.fix;
   return j;
 }
 
@@ -187,6 +190,7 @@ json compare_report(const std::vector<Evaluation>& evals, const Ranking& ranking
     json v{{"index", row.index}, {"kernel_id", row.id}, {"eligible", row.eligible}, {"median_ns", row.median_ns},
            {"cv", row.cv}, {"samples", row.samples}, {"rank", row.rank ? json(*row.rank) : json(nullptr)}};
     if (!row.eligible) v["reason"] = row.reason;
+    if (!row.eligible && !row.fix.empty()) v["fix"] = row.fix;
     if (row.index == ranking.baseline) v["role"] = "baseline";
     if (row.vs_baseline) {
       const auto& s = *row.vs_baseline;

@@ -9,7 +9,7 @@ namespace magpie::kernel {
 std::string local_timestamp();  // YYYYmmdd_HHMMSS
 std::string iso_timestamp();    // for the reports' "timestamp"
 
-// Creates and returns the folder.
+// Creates and returns the folder, absolute (a relative parent is the caller's working folder's).
 std::filesystem::path make_workspace(const std::filesystem::path& output_dir, const std::string& name);
 
 }  // namespace magpie::kernel

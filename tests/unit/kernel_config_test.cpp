@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
 #include "core/error.hpp"
+#include "kernel/evaluator.hpp"
 #include "kernel/kernel_config.hpp"
 
 namespace magpie::kernel {
@@ -191,6 +193,18 @@ TEST(KernelConfig, GpuKeysRejectBadValuesAndWarnOnTypos) {
   ASSERT_EQ(cfg.unknown_keys.size(), 2u);
   EXPECT_NE(cfg.unknown_keys[0].find("did you mean 'gpu_selection'"), std::string::npos) << cfg.unknown_keys[0];
   EXPECT_NE(cfg.unknown_keys[1].find("gpu_monitor.interval_ms"), std::string::npos) << cfg.unknown_keys[1];
+}
+
+// latency.python: the harness's interpreter; a path is the YAML's, a bare name is PATH's.
+TEST(KernelConfig, HarnessInterpreterKey) {
+  auto cfg = parse("kernel: {id: k, type: pytorch}\nlatency: {python: .venv/bin/python}\n");
+  EXPECT_EQ(cfg.latency.python, "/base/.venv/bin/python");
+  EXPECT_TRUE(cfg.unknown_keys.empty());
+  EXPECT_EQ(harness_python(cfg.latency), std::getenv("MAGPIE_PYTHON") ? std::getenv("MAGPIE_PYTHON")
+                                                                        : std::string("/base/.venv/bin/python"));
+  cfg = parse("kernel: {id: k, type: pytorch}\nlatency: {python: python3.11}\n");
+  EXPECT_EQ(cfg.latency.python, "python3.11");
+  EXPECT_EQ(harness_python(LatencySettings{}), std::getenv("MAGPIE_PYTHON") ? std::getenv("MAGPIE_PYTHON") : "python3");
 }
 
 }  // namespace

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/file_io.hpp"
 #include "kernel/evaluator.hpp"
+#include "kernel/markdown_table.hpp"
 #include "kernel/performance_rounds.hpp"
+#include "kernel/ranking.hpp"
+#include "kernel/report_json.hpp"
 
 namespace magpie::kernel {
 namespace {
@@ -35,6 +39,18 @@ struct KernelEvaluatorTest : ::testing::Test {
     o.correctness.timeout_seconds = 1;
     o.performance.timeout_seconds = 5;
     return o;
+  }
+  // For real interpreters and compilers on a busy machine.
+  EvaluatorOptions roomy_options() {
+    auto o = options();
+    o.correctness.timeout_seconds = 60;
+    o.performance.timeout_seconds = 60;
+    return o;
+  }
+  Evaluation indexed(size_t index, const std::string& id, CommandList compile, CommandList testcase) {
+    Evaluation e = make(id, std::move(compile), std::move(testcase));
+    e.index = index;
+    return e;
   }
 };
 
@@ -313,6 +329,101 @@ TEST_F(CuptiRounds, NoKernelsUnderCuptiIsRejectedWhileTheHonestOneIsRanked) {
   EXPECT_NE(evals[1].performance.errors[0].find("CUPTI saw no kernel in any of the 3 performance run(s)"),
             std::string::npos)
       << evals[1].performance.errors[0];
+}
+
+// Why a step failed, in one line, from the failed command's own output (kernel/failure_cause.hpp).
+// A real Python process fails on a missing module: the ranking says so, not the command line.
+TEST_F(KernelEvaluatorTest, MissingModuleIsTheReasonNotTheCommand) {
+  if (find_on_path("python3").empty()) GTEST_SKIP() << "no python3 on PATH";
+  Evaluator ev(roomy_options());
+  std::vector<Evaluation> evals{indexed(0, "base", {}, {{"true"}}),
+                                indexed(1, "cand", {}, {{"python3", "-c", "import magpie_no_such_module_here"}})};
+  for (auto& e : evals) ev.prepare(e);
+  EXPECT_EQ(evals[1].correctness.state, StageState::kFailed);
+  EXPECT_EQ(evals[1].correctness.cause, "ModuleNotFoundError: No module named 'magpie_no_such_module_here'");
+  EXPECT_NE(evals[1].correctness.fix.find(find_on_path("python3")), std::string::npos) << evals[1].correctness.fix;
+  for (auto& e : evals) ev.finish(e);
+  auto ranking = rank_evaluations(evals, 0, {});
+  EXPECT_EQ(ranking.rows[1].reason, "incorrect: ModuleNotFoundError: No module named 'magpie_no_such_module_here'");
+  auto md = markdown_table(evals, &ranking);
+  EXPECT_NE(md.find("No module named 'magpie_no_such_module_here'"), std::string::npos) << md;
+  auto report = compare_report(evals, ranking, {}, {}, "t");
+  const auto& cr = report["results"]["kernel_results"][1]["correctness_result"];
+  EXPECT_EQ(cr["cause"], "ModuleNotFoundError: No module named 'magpie_no_such_module_here'");
+  EXPECT_TRUE(cr.contains("fix"));
+  EXPECT_EQ(report["results"]["verdicts"][1]["reason"], ranking.rows[1].reason);
+}
+
+// A build that fails at its second command: the cause is from that command's output.
+TEST_F(KernelEvaluatorTest, CompileCauseIsFromTheFailedCommand) {
+  Evaluator ev(roomy_options());
+  auto e = make("k", {{"sh", "-c", "echo 'warning: error: not this one' >&2"},
+                         {"sh", "-c", "echo 'k.cu(7): error: expected a \";\"' >&2; exit 2"}},
+                {{"true"}});
+  ev.prepare(e);
+  EXPECT_EQ(e.compiling.state, StageState::kFailed);
+  EXPECT_EQ(e.compiling.cause, "k.cu(7): error: expected a \";\"");
+  auto md = markdown_table({e}, nullptr);
+  EXPECT_NE(md.find("| compile: k.cu(7): error: expected a \";\" |"), std::string::npos) << md;
+}
+
+// ${MAGPIE_GPU_ARCH} with no GPU to take it from never reaches the command.
+TEST_F(KernelEvaluatorTest, UnsetArchVariableIsNamedAndNotRun) {
+  if (std::getenv("MAGPIE_GPU_ARCH") != nullptr) GTEST_SKIP() << "MAGPIE_GPU_ARCH is set here";
+  Evaluator ev(roomy_options());
+  auto e = make("k", {{"touch", (ws / "ran").string(), "--offload-arch=${MAGPIE_GPU_ARCH}"}}, {{"true"}});
+  e.spec.type = KernelType::kHip;
+  ev.prepare(e);
+  EXPECT_EQ(e.compiling.state, StageState::kFailed);
+  EXPECT_FALSE(fs::exists(ws / "ran"));
+  EXPECT_NE(e.compiling.cause.find("${MAGPIE_GPU_ARCH} is not set"), std::string::npos) << e.compiling.cause;
+  EXPECT_NE(e.compiling.fix.find("MAGPIE_GPU_ARCH=sm_90"), std::string::npos) << e.compiling.fix;
+}
+
+// ${MAGPIE_CUDA_ARCH} with no GPU: nvcc's oldest target, noted; without nvcc, named as above.
+TEST_F(KernelEvaluatorTest, CudaArchDefaultsToNvccsOldestTarget) {
+  if (std::getenv("MAGPIE_GPU_ARCH") != nullptr || std::getenv("MAGPIE_CUDA_ARCH") != nullptr)
+    GTEST_SKIP() << "MAGPIE_GPU_ARCH or MAGPIE_CUDA_ARCH is set here";
+  Evaluator ev(roomy_options());
+  auto e = make("k", {{"sh", "-c", "echo arch=$1", "sh", "-arch=${MAGPIE_CUDA_ARCH}"}}, {{"true"}});
+  ev.prepare(e);
+  const std::string arch = default_cuda_arch();
+  if (find_on_path("nvcc").empty()) {
+    EXPECT_EQ(arch, "");
+    EXPECT_EQ(e.compiling.state, StageState::kFailed);
+    EXPECT_NE(e.compiling.cause.find("${MAGPIE_CUDA_ARCH} is not set"), std::string::npos);
+    return;
+  }
+  ASSERT_EQ(arch.rfind("sm_", 0), 0u) << arch;
+  EXPECT_EQ(e.compiling.state, StageState::kSuccess) << (e.errors.empty() ? "" : e.errors[0]);
+  EXPECT_NE(log_tail(e.compiling.log).find("arch=-arch=" + arch), std::string::npos) << log_tail(e.compiling.log);
+  ASSERT_FALSE(e.compiling.notes.empty());
+  EXPECT_NE(e.compiling.notes.back().find("MAGPIE_CUDA_ARCH} = " + arch), std::string::npos);
+}
+
+// No GPU to time on: correctness runs, no round runs, performance is "not measured" with the reason.
+TEST_F(KernelEvaluatorTest, PerformanceUnavailableRunsNoRound) {
+  auto opt = roomy_options();
+  opt.performance_unavailable = "no GPU found (NVML not found): timing needs one";
+  opt.performance.rounds = 3;
+  Evaluator ev(opt);
+  std::vector<Evaluation> evals{indexed(0, "base", {}, {{"sh", "-c", "echo run >> " + (ws / "runs").string()}}),
+                                indexed(1, "cand", {}, {{"true"}})};
+  for (auto& e : evals) ev.prepare(e);
+  run_performance_rounds(ev, evals);
+  for (auto& e : evals) ev.finish(e);
+  EXPECT_EQ(log_tail(ws / "runs"), "run\n");  // the correctness run only
+  for (const auto& e : evals) {
+    EXPECT_EQ(e.correctness.state, StageState::kSuccess);
+    EXPECT_EQ(e.performance.state, StageState::kSkipped);
+    EXPECT_TRUE(e.rounds.empty());
+    EXPECT_EQ(e.performance.cause, "not measured: no GPU found (NVML not found): timing needs one");
+    EXPECT_TRUE(e.errors.empty());
+  }
+  auto ranking = rank_evaluations(evals, 0, {});
+  EXPECT_EQ(ranking.rows[1].reason, "not measured: no GPU found (NVML not found): timing needs one");
+  auto md = markdown_table(evals, &ranking);
+  EXPECT_NE(md.find("| not measured |"), std::string::npos) << md;
 }
 
 TEST(GpuInfo, ComputeCapToArch) {
