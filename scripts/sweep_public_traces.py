@@ -212,6 +212,15 @@ def gap_kernel_calls(out: Path):
     return sum(int(k["calls"]) for k in doc.get("top_kernels", [])), float(doc.get("total_duration_us", 0))
 
 
+def cpu_fallback(out: Path) -> bool:
+    """A CPU-only trace ranked over its cpu_op events (README "Gap analysis")."""
+    try:
+        doc = json.loads((out / "gap_analysis" / "gap_analysis.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(doc.get("cpu_fallback")) and doc.get("time_basis") == "host_self"
+
+
 def pytorch_gpu_calls(out: Path):
     """GPU events in pytorch mode's kernel summaries (every rank)."""
     total, seen = 0, False
@@ -242,6 +251,7 @@ def sweep_target(magpie, target: dict, tmp: Path, timeout: int, extended: bool, 
                               timeout, scrub)
         if runs["gap"]["rc"] == 0 and not path.is_dir():
             runs["gap"]["kernel_calls"] = gap_kernel_calls(d / "gap")
+            runs["gap"]["cpu_fallback"] = cpu_fallback(d / "gap")
         for mode in ("inference", "pytorch"):
             runs[mode] = run_one(magpie, ["tracelens", str(path), "--mode", mode, "-o", str(d / mode), *extra_tl],
                                  timeout, scrub)
@@ -256,8 +266,10 @@ def sweep_target(magpie, target: dict, tmp: Path, timeout: int, extended: bool, 
     k = target.get("kernels")
     gap = runs["gap"]
     if k is not None and not path.is_dir():
-        if k == 0 and gap["rc"] == 0:
+        if k == 0 and gap["rc"] == 0 and not gap.get("cpu_fallback"):
             problems["gap"] = "exit 0 on a trace without kernel events"
+        elif k == 0 and gap["rc"] == 0:
+            pass  # a CPU-only trace, ranked over its CPU ops and said so
         elif k > 0 and gap["rc"] != 0 and "gap" not in problems:
             problems["gap"] = f"exit {gap['rc']} although the trace has {k} kernel events"
         elif gap.get("kernel_calls") is not None:

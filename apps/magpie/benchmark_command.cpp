@@ -18,7 +18,8 @@ void BenchmarkCommand::register_with(CLI::App& app) {
       "benchmark",
       "Benchmark an inference server, or (with --trace-dir) run gap analysis on PyTorch profiler "
       "traces.\n\nGap analysis ranks GPU kernels by total time across rank traces and writes\n"
-      "<output-dir>/gap_analysis/{gap_analysis.csv, gap_analysis_rank<N>.csv, gap_analysis.json}.\n"
+      "<output-dir>/gap_analysis_<time>/{gap_analysis.csv, gap_analysis_rank<N>.csv, gap_analysis.json};\n"
+      "<output-dir>/gap_analysis links to the newest run.\n"
       "Accepts Kineto .json/.json.gz/.pt.trace.json.gz, rocprofv3 JSON and *_kernel_trace.csv.");
   sub_->add_option("framework", framework_, "Serving framework (vllm, sglang, atom)")
       ->check(CLI::IsMember({"vllm", "sglang", "atom"}));

@@ -107,6 +107,45 @@ bool is_memory(Category c, const sources::KernelName& k) {
          k.category == sources::KernelCategory::kMemory;
 }
 
+// Words in a category name of no known kind that suggest device work of
+// another accelerator (Meta's MTIA writes mtia_ccp_events and mtia_runtime).
+bool device_like(std::string_view category) {
+  const std::string c = lower(category);
+  for (std::string_view w : {"runtime", "kernel", "gpu", "device", "mtia", "ccp", "xpu", "hpu",
+                             "npu", "tpu", "memcpy", "memset"})
+    if (c.find(w) != std::string::npos) return true;
+  return false;
+}
+
+TraceCensus take_census(const trace::Trace& trace) {
+  const auto& t = trace.events;
+  TraceCensus c;
+  std::unordered_map<StringId, size_t> other;
+  for (size_t r = 0; r < t.size(); ++r) {
+    switch (t.category[r]) {
+      case Category::kCpuOp: ++c.cpu_ops; break;
+      case Category::kCudaRuntime:
+      case Category::kCudaDriver: {
+        ++c.runtime_calls;
+        const std::string_view name = trace.name(r);
+        if (name.find("Launch") != std::string_view::npos) {
+          if (c.launch_calls++ == 0) c.launch_example = std::string(name);
+        }
+        break;
+      }
+      case Category::kCudaProfilerRange: ++c.profiler_ranges; break;
+      case Category::kOther: ++other[t.cat_name[r]]; break;
+      default:
+        if (trace::is_gpu_activity(t.category[r])) ++c.device_rows;
+    }
+  }
+  for (const auto& [id, n] : other)
+    if (device_like(trace.str(id))) c.device_like_categories.emplace_back(std::string(trace.str(id)), n);
+  std::sort(c.device_like_categories.begin(), c.device_like_categories.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  return c;
+}
+
 }  // namespace
 
 RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& config) {
@@ -163,6 +202,19 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
   std::vector<Pending> pending;
   std::vector<Interval> comp, comm, copies;
 
+  // CPU events nest: each counts its self time, its duration less that of the
+  // counted events directly inside it (the nearest counted ancestor on the
+  // thread takes a child's time off), so nested ops are not counted twice.
+  std::vector<int64_t> child_ns;
+  for (size_t r = 0; r < t.size(); ++r) {
+    if (!keep[r] || trace::is_gpu_activity(t.category[r]) || t.phase[r] != trace::Phase::kComplete)
+      continue;
+    if (child_ns.empty()) child_ns.assign(t.size(), 0);
+    int32_t a = links.parent[r];
+    while (a >= 0 && !keep[static_cast<size_t>(a)]) a = links.parent[static_cast<size_t>(a)];
+    if (a >= 0) child_ns[static_cast<size_t>(a)] += t.dur_ns[r];
+  }
+
   for (size_t r = 0; r < t.size(); ++r) {
     if (!in_window(r)) continue;
     if (trace::is_gpu_activity(t.category[r])) {
@@ -186,7 +238,11 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     }
     KernelStats& ks = result.kernels[slot];
     Pending& pk = pending[slot];
-    double us = static_cast<double>(t.dur_ns[r]) * 1e-3;
+    const bool device = trace::is_gpu_activity(t.category[r]);
+    int64_t counted_ns = t.dur_ns[r];
+    if (!device && !child_ns.empty()) counted_ns = std::max<int64_t>(0, counted_ns - child_ns[r]);
+    ++(device ? result.device_events : result.host_events);
+    double us = static_cast<double>(counted_ns) * 1e-3;
     ++ks.calls;
     ks.total_us += us;
     ks.durations_us.push_back(us);
@@ -224,7 +280,36 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
   std::stable_sort(result.kernels.begin(), result.kernels.end(),
                    [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
   result.timeline = compute_gpu_timeline(std::move(comp), std::move(comm), std::move(copies));
+  if (result.kernels.empty()) result.census = take_census(trace);
   return result;
+}
+
+TimeBasis time_basis(const GapAnalysisResult& result) {
+  size_t device = 0, host = 0;
+  for (const auto& r : result.ranks) {
+    device += r.device_events;
+    host += r.host_events;
+  }
+  if (host == 0) return TimeBasis::kDevice;
+  return device == 0 ? TimeBasis::kHostSelf : TimeBasis::kMixed;
+}
+
+std::string_view total_time_column(TimeBasis basis) {
+  switch (basis) {
+    case TimeBasis::kDevice: return "Self CUDA total (us)";
+    case TimeBasis::kHostSelf: return "Self CPU total (us)";
+    case TimeBasis::kMixed: return "Self total (us)";
+  }
+  return "Self total (us)";
+}
+
+std::string_view to_string(TimeBasis basis) {
+  switch (basis) {
+    case TimeBasis::kDevice: return "device";
+    case TimeBasis::kHostSelf: return "host_self";
+    case TimeBasis::kMixed: return "mixed";
+  }
+  return "mixed";
 }
 
 void merge_ranks(GapAnalysisResult& result) {

@@ -45,14 +45,32 @@ struct KernelRow {
   sources::KernelName parsed;
 };
 
+// What a rank's trace holds besides the counted events, taken when nothing
+// was counted: enough to say why a trace has no device events and what to do
+// (gap_analysis_run.cpp's diagnosis).
+struct TraceCensus {
+  size_t device_rows = 0;      // kernels, copies, sets anywhere in the trace (outside the window too)
+  size_t cpu_ops = 0;          // cpu_op rows
+  size_t runtime_calls = 0;    // cuda_runtime / cuda_driver rows (HIP calls as well)
+  size_t launch_calls = 0;     // of those, kernel and graph launches ("...Launch...")
+  std::string launch_example;  // the first launch call's name, e.g. "cudaLaunchKernel"
+  size_t profiler_ranges = 0;  // cuda_profiler_range rows: CUPTI's range profiler was on
+  // Categories of no known kind whose name suggests another accelerator
+  // ("mtia_ccp_events"), with their row counts, most first.
+  std::vector<std::pair<std::string, size_t>> device_like_categories;
+};
+
 struct RankGapResult {
   int rank = 0;
   std::string trace_file;
   trace::RankSource rank_source = trace::RankSource::kOrder;
   int cycle = 0;   // profiling cycle of this rank (several files of one process)
   int cycles = 1;  // 1 = no cycles
-  double total_duration_us = 0;  // sum of kept kernel durations
+  double total_duration_us = 0;  // sum of kept kernel durations (CPU events: self times)
   std::vector<KernelStats> kernels;  // sorted by total descending, untruncated
+  size_t device_events = 0;  // counted kernel/copy/set rows
+  size_t host_events = 0;    // counted CPU rows (--categories cpu_op ...): self time each
+  TraceCensus census;        // filled when nothing was counted
   GpuTimeline timeline;
   trace::LinkSummary links;
   trace::IngestStats ingest;
@@ -65,8 +83,16 @@ struct SkippedTrace {
   std::string reason;  // the full message
 };
 
+// What the time column measures: device events do not nest, so their time is
+// their own; CPU events nest (an op and the ops it calls), so each counts its
+// self time, exclusive of the counted events inside it.
+enum class TimeBasis { kDevice, kHostSelf, kMixed };
+
 struct GapAnalysisResult {
   GapAnalysisConfig config;
+  // Set when the traces held no GPU activity at all and their cpu_op events
+  // were ranked instead (the categories the user left at the default).
+  std::string cpu_fallback_note;
   std::vector<RankGapResult> ranks;  // sorted by rank
   std::vector<KernelStats> merged;   // sorted by total descending, untruncated
   double total_duration_us = 0;
@@ -74,6 +100,11 @@ struct GapAnalysisResult {
   std::vector<std::string> warnings;
   gpu::EnvironmentSnapshot environment;  // where the analysis ran (no GPU used)
 };
+
+TimeBasis time_basis(const GapAnalysisResult& result);
+// "Self CUDA total (us)" (Magpie's), "Self CPU total (us)" or "Self total (us)".
+std::string_view total_time_column(TimeBasis basis);
+std::string_view to_string(TimeBasis basis);  // "device", "host_self", "mixed"
 
 RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& config);
 // Merges ranks by kernel name (Magpie: percentages against the sum over ranks).

@@ -1,10 +1,16 @@
 #include "analysis/gap_analysis_report.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <chrono>
+#include <ctime>
 #include <set>
 
+#include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
 #include "report/text_table.hpp"
@@ -19,8 +25,11 @@ using report::fixed;
 
 namespace {
 
-const std::vector<std::string> kBaseColumns = {
-    "Name", "Calls", "Self CUDA total (us)", "Avg time (us)", "% Total", "Input Shapes"};
+// Magpie's six; the time column is named for what it measures (time_basis).
+std::vector<std::string> base_columns(TimeBasis basis) {
+  return {"Name", "Calls", std::string(total_time_column(basis)), "Avg time (us)", "% Total",
+          "Input Shapes"};
+}
 const std::vector<std::string> kOurColumns = {"Normalized Name", "Category",  "Median (us)",
                                               "Min (us)",        "Max (us)",  "Std (us)",
                                               "Cumulative %",    "Launching Op"};
@@ -54,7 +63,56 @@ std::string locations_text(const sources::SourceMatch& m, const sources::RepoVar
   return out;
 }
 
+std::string stamp(std::time_t t) {
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return fmt::format("{:%Y%m%d_%H%M%S}", tm);
+}
+
+// <parent>/<base>, else <base>_2, _3...: the first that mkdir(2) creates.
+fs::path claim_dir(const fs::path& parent, const std::string& base) {
+  fs::create_directories(parent);
+  for (int i = 1;; ++i) {
+    fs::path dir = parent / (i == 1 ? base : fmt::format("{}_{}", base, i));
+    std::error_code ec;
+    if (fs::create_directory(dir, ec)) return dir;
+    if (ec) throw Error(ErrorKind::kUnreadable, "cannot create the report folder: " + ec.message(),
+                        dir.string(), std::nullopt, "pass an -o/--output-dir you can write to");
+  }
+}
+
+constexpr const char* kLatestLink = "gap_analysis";
+
 }  // namespace
+
+fs::path make_gap_run_dir(const fs::path& output_dir) {
+  return claim_dir(output_dir, std::string(kLatestLink) + "_" + stamp(std::time(nullptr)));
+}
+
+std::optional<MovedGapFolder> link_latest_gap_run(const fs::path& output_dir, const fs::path& run_dir) {
+  const fs::path link = output_dir / kLatestLink;
+  std::optional<MovedGapFolder> moved;
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(link, ec))) {
+    // An older Magpie's fixed folder: keep its run, under a run folder's name.
+    auto when = fs::last_write_time(link / "gap_analysis.json", ec);
+    if (ec) when = fs::last_write_time(link, ec);
+    const auto t = ec ? std::time(nullptr)
+                      : std::chrono::system_clock::to_time_t(std::chrono::file_clock::to_sys(when));
+    fs::path to = claim_dir(output_dir, std::string(kLatestLink) + "_" + stamp(t));
+    // As the results store keyed it: canonical, taken while it is still a folder.
+    fs::path from = fs::weakly_canonical(fs::absolute(link), ec);
+    if (ec) from = fs::absolute(link).lexically_normal();
+    fs::rename(link, to);  // rename(2) replaces the empty folder claimed for the name
+    moved = MovedGapFolder{from, to};
+  }
+  // A fresh link beside the old one, renamed over it: never a moment without one.
+  const fs::path tmp = output_dir / fmt::format(".{}.{}.tmp", kLatestLink, ::getpid());
+  fs::remove(tmp, ec);
+  fs::create_directory_symlink(run_dir.filename(), tmp);
+  fs::rename(tmp, link);
+  return moved;
+}
 
 GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path& output_dir,
                                  bool no_rank_csv, const SourceSearchOptions& source_options) {
@@ -65,7 +123,8 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
   auto rows = make_rows(result.merged, result.total_duration_us, top_k);
 
   report::CsvWriter csv;
-  std::vector<std::string> header = kBaseColumns;
+  const TimeBasis basis = time_basis(result);
+  std::vector<std::string> header = base_columns(basis);
   std::optional<sources::SourceIndex> index;
   std::optional<sources::ReferenceFinder> references;
   sources::RepoVars vars;
@@ -73,7 +132,9 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
     index = sources::SourceIndex::build(source_options.repos);
     references.emplace(*index);
     vars = sources::make_repo_vars(source_options.repos);
-    csv.raw(sources::repo_path_mapping_preamble(vars));
+    // What each $VAR stands for goes to gap_analysis.json and the console,
+    // never into the CSV: comment lines break CSV readers (pandas, csv).
+    for (const auto& [root, var] : vars.entries) files.repo_path_mappings.emplace_back(var, root);
     for (const auto& h : sources::magpie_source_columns_header()) header.push_back(h);
   }
   header.insert(header.end(), kOurColumns.begin(), kOurColumns.end());
@@ -103,7 +164,7 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
   if (!no_rank_csv) {
     for (const auto& rank : result.ranks) {
       report::CsvWriter rcsv;
-      rcsv.row(kBaseColumns);
+      rcsv.row(base_columns(basis));
       // With one rank the merged table is that rank's (merge_ranks keeps its
       // order): its rows are the ones made above, durations sorted once.
       const bool only_rank = result.ranks.size() == 1;
@@ -145,6 +206,13 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
                    {"categories", c.categories},
                    {"ignore_categories", c.ignore_categories}};
   out["total_duration_us"] = result.total_duration_us;
+  // What total_duration_us and each row's self_cuda_total_us (Magpie's key)
+  // measure: "device" (kernels, copies, sets), "host_self" (CPU events, self
+  // time) or "mixed"; the CSV's time column is named accordingly.
+  const TimeBasis basis = time_basis(result);
+  out["time_basis"] = to_string(basis);
+  out["time_column"] = total_time_column(basis);
+  if (!result.cpu_fallback_note.empty()) out["cpu_fallback"] = result.cpu_fallback_note;
   out["num_ranks"] = distinct_ranks(result);
   json top = json::array();
   for (const auto& r : make_rows(result.merged, result.total_duration_us, c.top_k)) {
@@ -171,6 +239,11 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
   out["errors"] = std::move(errors);
   out["csv_path"] = files.csv.string();
   out["output_dir"] = files.output_dir.string();
+  if (!files.repo_path_mappings.empty()) {
+    json mappings = json::object();
+    for (const auto& [var, root] : files.repo_path_mappings) mappings[var] = root;
+    out["repo_path_mappings"] = std::move(mappings);
+  }
 
   json ranks = json::array();
   for (const auto& r : result.ranks) {
@@ -244,9 +317,12 @@ std::string gap_console_summary(const GapAnalysisResult& result, const GapReport
         100 * t.exposed_communication_us / span, 100 * t.exposed_memcpy_us / span, t.span_us);
   }
   out += "\n";
+  const TimeBasis basis = time_basis(result);
+  std::string time_col(total_time_column(basis));
+  time_col.replace(time_col.find(" total"), 6, "");  // "Self CUDA (us)"
   std::vector<report::TextColumn> cols = {{"Name", false, 50},
                                           {"Calls", true, 0},
-                                          {"Self CUDA (us)", true, 0},
+                                          {time_col, true, 0},
                                           {"Avg (us)", true, 0},
                                           {"% Total", true, 0}};
   std::vector<std::vector<std::string>> rows;
@@ -257,6 +333,10 @@ std::string gap_console_summary(const GapAnalysisResult& result, const GapReport
   if (!result.skipped.empty()) {
     out += fmt::format("\nSkipped {} file(s):\n", result.skipped.size());
     for (const auto& s : result.skipped) out += "  " + s.reason + "\n";
+  }
+  if (!files.repo_path_mappings.empty()) {
+    out += "\nRepository path mappings (source columns):\n";
+    for (const auto& [var, root] : files.repo_path_mappings) out += "  " + var + "=" + root + "\n";
   }
   out += fmt::format("\nOutput: {}\n", files.output_dir.string());
   return out;

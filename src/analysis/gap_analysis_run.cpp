@@ -15,6 +15,70 @@ namespace magpie::analysis {
 
 namespace fs = std::filesystem;
 
+NoDeviceEvents explain_no_device_events(const RankGapResult& rank, const GapAnalysisConfig& config) {
+  const TraceCensus& c = rank.census;
+  const bool default_categories = config.categories == GapAnalysisConfig{}.categories;
+  if (!default_categories) {
+    return {NoDeviceEvents::kFilter,
+            fmt::format("no events matched --categories {} (less --ignore-categories {})",
+                        fmt::join(config.categories, " "), fmt::join(config.ignore_categories, " ")),
+            "pass categories the trace holds (kernel, gpu_memcpy, gpu_memset, cpu_op, ...), or "
+            "leave --categories at its default"};
+  }
+  if (c.device_rows > 0) {
+    return {NoDeviceEvents::kWindow,
+            fmt::format("the trace has {} GPU events, none inside the {:g}%-{:g}% window of at "
+                        "least {:g} us",
+                        c.device_rows, config.start_pct, config.end_pct, config.min_duration_us),
+            "widen --start-pct/--end-pct or lower --min-duration-us"};
+  }
+  if (c.launch_calls > 0 && c.profiler_ranges > 0) {
+    return {NoDeviceEvents::kRangeProfiler,
+            fmt::format("the trace has {} kernel launches ({}...) and {} cuda_profiler_range "
+                        "events but no kernel activity: it was recorded with CUPTI's range "
+                        "profiler on, which records counters per range instead of kernels",
+                        c.launch_calls, c.launch_example, c.profiler_ranges),
+            "record again without experimental_config=_ExperimentalConfig(profiler_metrics=...), "
+            "with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"};
+  }
+  if (c.launch_calls > 0) {
+    return {NoDeviceEvents::kLostDeviceActivity,
+            fmt::format("the trace has {} CUDA/HIP runtime calls, {} of them kernel launches "
+                        "({}...), but no device events: the profiler lost the GPU side",
+                        c.runtime_calls, c.launch_calls, c.launch_example),
+            "the CPU side was recorded but CUPTI (ROCm: roctracer) delivered no activity: check "
+            "that libcupti loads (LD_LIBRARY_PATH; PyTorch warns 'CUPTI initialization failed'), "
+            "that profiling is permitted (ERR_NVGPUCTRPERM: run as root or load the driver with "
+            "NVreg_RestrictProfilingToAdminUsers=0), and that the profiler is stopped before the "
+            "trace is exported, so its activity buffers are flushed; then record again"};
+  }
+  if (!c.device_like_categories.empty()) {
+    std::string listed;
+    std::string device = c.device_like_categories.front().first;
+    for (const auto& [name, n] : c.device_like_categories) {
+      listed += fmt::format("{}{} ({} events)", listed.empty() ? "" : ", ", name, n);
+      if (device.find("runtime") != std::string::npos && name.find("runtime") == std::string::npos)
+        device = name;  // a device's own events rather than its host API calls
+    }
+    return {NoDeviceEvents::kOtherDevice,
+            "no CUDA/HIP kernels; the trace's device work is in categories of another "
+            "accelerator: " + listed,
+            fmt::format("rank them with --categories {}", device)};
+  }
+  if (c.cpu_ops > 0) {
+    return {NoDeviceEvents::kCpuOnly,
+            fmt::format("the trace is CPU-only: {} cpu_op events, no GPU activity and no kernel "
+                        "launches",
+                        c.cpu_ops),
+            "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] on a GPU run, "
+            "or rank the CPU ops with --categories cpu_op"};
+  }
+  return {NoDeviceEvents::kEmpty,
+          "the trace has neither GPU events nor CPU ops (only metadata or annotations)",
+          "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and export after "
+          "the profiled steps ran"};
+}
+
 GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisRunOptions& options) {
   std::vector<fs::path> files = trace::discover_trace_files(trace_dir);
   GapAnalysisResult result;
@@ -66,17 +130,44 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   trace::apply_rank_plan(plan, loaded);
   for (const auto& w : plan.warnings) result.warnings.push_back(w);
 
+  const bool may_fall_back =
+      options.cpu_fallback && options.config.categories == GapAnalysisConfig{}.categories;
   std::vector<RankGapResult> ranks(loaded.size());
   parallel_for(loaded.size(), threads, [&](size_t i) {
     ranks[i] = analyze_rank(*loaded[i], options.config);
     magpie_phase::mark("rank analysed");
-    *loaded[i] = trace::Trace{};  // free the tables; the analysis keeps what it needs
+    // Free the tables (the analysis keeps what it needs), unless the trace may
+    // be ranked again over its CPU ops below.
+    if (!ranks[i].kernels.empty() || !may_fall_back) *loaded[i] = trace::Trace{};
   });
+  bool any_counted = false, all_cpu_only = may_fall_back;
+  for (const auto& r : ranks) {
+    any_counted = any_counted || !r.kernels.empty();
+    all_cpu_only = all_cpu_only && r.kernels.empty() &&
+                   explain_no_device_events(r, options.config).cause == NoDeviceEvents::kCpuOnly;
+  }
+  if (!any_counted && all_cpu_only) {
+    // A CPU-only run (no device events, no kernel launches): its cpu_op events
+    // still show where the time goes. A serving run on a CPU server and
+    // --trace-dir on its traces rank them alike (README "Gap analysis").
+    result.config.categories = {"cpu_op"};
+    parallel_for(loaded.size(), threads, [&](size_t i) {
+      ranks[i] = analyze_rank(*loaded[i], result.config);
+      *loaded[i] = trace::Trace{};
+    });
+    result.cpu_fallback_note =
+        "the traces hold no GPU activity and no kernel launches (a CPU-only run): ranked their "
+        "cpu_op events by self time instead (record with ProfilerActivity.CUDA to rank GPU kernels)";
+    result.warnings.push_back(result.cpu_fallback_note);
+  }
+  for (trace::Trace* t : loaded) *t = trace::Trace{};
+  std::optional<NoDeviceEvents> strongest;
   for (auto& r : ranks) {
     if (r.kernels.empty()) {
+      NoDeviceEvents why = explain_no_device_events(r, result.config);
       result.skipped.push_back({r.trace_file, to_string(ErrorKind::kNoGpuEvents),
-                                r.trace_file + ": no events matched the category filter "
-                                               "(no GPU kernels in the trace or window)"});
+                                r.trace_file + ": " + why.what + "; " + why.fix});
+      if (!strongest || why.cause < strongest->cause) strongest = std::move(why);
       continue;
     }
     result.ranks.push_back(std::move(r));
@@ -84,12 +175,11 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   if (result.ranks.empty()) {
     std::string where = result.skipped.size() == 1 ? result.skipped.front().file : trace_dir.string();
     throw Error(ErrorKind::kNoGpuEvents,
-                fmt::format("no GPU kernel events (device kernels, copies or sets) matched "
-                            "(categories: {}) in {} trace(s)",
-                            fmt::join(options.config.categories, ", "), result.skipped.size()),
-                where, std::nullopt,
-                "record the trace with ProfilerActivity.CUDA, or widen --categories / the "
-                "--start-pct/--end-pct window");
+                result.skipped.size() == 1
+                    ? strongest->what
+                    : fmt::format("none of {} traces has events to rank; {}", result.skipped.size(),
+                                  strongest->what),
+                where, std::nullopt, strongest->fix);
   }
   magpie_phase::mark("ranks analysed");
   merge_ranks(result);

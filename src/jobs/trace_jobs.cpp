@@ -8,6 +8,7 @@
 #include "analysis/gap_analysis_run.hpp"
 #include "core/error.hpp"
 #include "jobs/run_recorder.hpp"
+#include "store/results_store.hpp"
 
 namespace magpie::jobs {
 
@@ -48,10 +49,27 @@ std::function<void(const std::string&)> progress_lines(const JobContext& context
   return [&context, count](const std::string& line) { context.report(++*count, std::nullopt, line); };
 }
 
+// Rows recorded at an older Magpie's fixed gap_analysis/ folder follow its files
+// to the run folder they were moved to.
+void repoint_runs(const JobContext& context, const analysis::MovedGapFolder& moved,
+                  std::vector<std::string>& warnings) {
+  warnings.push_back(fmt::format("{} held an earlier run's reports; moved them to {}",
+                                 moved.from.string(), moved.to.string()));
+  if (!context.record) return;
+  try {
+    auto db = store::ResultsStore::open(context.store_path.empty() ? store::ResultsStore::default_path()
+                                                                   : context.store_path);
+    db.move_workspace(moved.from, moved.to);
+  } catch (const std::exception& e) {
+    warnings.push_back(std::string("results store: ") + e.what());
+  }
+}
+
 }  // namespace
 
 GapAnalysisOutcome run_gap_analysis(const GapAnalysisRequest& request, const JobContext& context) {
-  RunRecorder recorder(context, RunKind::kGapAnalysis, request.output_dir / "gap_analysis");
+  // No workspace until the run has reports to write: a failed run wrote none.
+  RunRecorder recorder(context, RunKind::kGapAnalysis, {});
   return recorder.run([&] {
     validate(request);
     const auto t0 = std::chrono::steady_clock::now();
@@ -59,10 +77,22 @@ GapAnalysisOutcome run_gap_analysis(const GapAnalysisRequest& request, const Job
     options.config = request.config;
     options.ingest = request.ingest;
     options.progress = progress_lines(context);
+    options.cpu_fallback = true;  // as a profiled serving run of a CPU server does
     GapAnalysisOutcome out;
     out.result = analysis::run_gap_analysis(request.trace_dir, options);
-    out.files = analysis::write_gap_reports(out.result, request.output_dir / "gap_analysis",
-                                            !request.rank_csv, request.sources);
+    // Each run in a folder of its own (the store points at it); gap_analysis
+    // is a link to the newest, the path Magpie's users' scripts read.
+    const fs::path run_dir = analysis::make_gap_run_dir(request.output_dir);
+    recorder.workspace(run_dir);
+    out.files = analysis::write_gap_reports(out.result, run_dir, !request.rank_csv, request.sources);
+    try {
+      if (auto moved = analysis::link_latest_gap_run(request.output_dir, run_dir))
+        repoint_runs(context, *moved, out.result.warnings);
+    } catch (const std::exception& e) {
+      out.result.warnings.push_back(fmt::format(
+          "could not point {} at this run ({}); its reports are in {}",
+          (request.output_dir / "gap_analysis").string(), e.what(), run_dir.string()));
+    }
     magpie_phase::mark("reports written");
     out.seconds = seconds_since(t0);
     out.run_id = recorder.id();

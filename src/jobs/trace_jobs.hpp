@@ -24,7 +24,8 @@ struct GapAnalysisRequest {
   trace::IngestOptions ingest;
   bool rank_csv = true;
   analysis::SourceSearchOptions sources;
-  std::filesystem::path output_dir = "./results";  // reports go to output_dir/gap_analysis
+  // Reports go to output_dir/gap_analysis_<time>/; output_dir/gap_analysis links to the newest.
+  std::filesystem::path output_dir = "./results";
 };
 
 struct GapAnalysisOutcome {

@@ -17,14 +17,6 @@ std::string csv_escape(std::string_view field) {
 
 std::string fixed(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
 
-void CsvWriter::comment(std::string_view line) {
-  out_ += "# ";
-  out_ += line;
-  out_ += '\n';
-}
-
-void CsvWriter::raw(std::string_view text) { out_ += text; }
-
 void CsvWriter::row(const std::vector<std::string>& fields) {
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) out_ += ',';

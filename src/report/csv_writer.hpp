@@ -1,5 +1,6 @@
 #pragma once
-// RFC 4180 CSV: fields with commas, quotes or newlines are quoted.
+// RFC 4180 CSV: fields with commas, quotes or newlines are quoted. No comment
+// lines: pandas.read_csv and Python's csv module read the file with defaults.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -8,8 +9,6 @@ namespace magpie::report {
 
 class CsvWriter {
  public:
-  void comment(std::string_view line);  // "# line"
-  void raw(std::string_view text);      // appended as it is (e.g. a ready-made comment preamble)
   void row(const std::vector<std::string>& fields);
   const std::string& str() const { return out_; }
 

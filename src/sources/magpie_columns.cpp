@@ -109,13 +109,6 @@ RepoVars make_repo_vars(const std::vector<std::filesystem::path>& repos) {
   return vars;
 }
 
-std::string repo_path_mapping_preamble(const RepoVars& vars) {
-  std::string out = "# Repository Path Mappings:\n";
-  for (const auto& [root, var] : vars.entries) out += "# " + var + "=" + root + "\n";
-  out += "#\n";
-  return out;
-}
-
 std::vector<std::string> magpie_source_columns_header() {
   return {"kind",
           "category",

@@ -25,9 +25,6 @@ struct RepoVars {
 // "$VLLM"); "$REPO_<i>" when the name gives nothing; "_2", "_3"... on clashes.
 RepoVars make_repo_vars(const std::vector<std::filesystem::path>& repos);
 
-// "# Repository Path Mappings:\n# $VLLM=/src/vllm\n#\n"
-std::string repo_path_mapping_preamble(const RepoVars& vars);
-
 // kind, category, source_repo, source_file, upstream_url, test_file, test_cmd,
 // baseline_ref_file, baseline_ref_symbol, baseline_ref_kind, triton_ref_file,
 // triton_ref_symbol, notes, source_resolution, source_error

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "core/error.hpp"
@@ -21,8 +22,12 @@ struct Columns {
   const char* time_us;
   const char* calls;
   const char* share;
+  // Other names of the time column: gap analysis names it for what it
+  // measures (CPU self time with --categories cpu_op, README "Gap analysis").
+  std::array<const char*, 2> time_us_also{nullptr, nullptr};
 };
-constexpr Columns kGapColumns{"Name", "Self CUDA total (us)", "Calls", "% Total"};
+constexpr Columns kGapColumns{"Name", "Self CUDA total (us)", "Calls", "% Total",
+                              {"Self CPU total (us)", "Self total (us)"}};
 constexpr Columns kTraceLensColumns{"name", "Kernel Time (µs)_sum", "calls", "Percentage (%)"};
 
 double to_double(const std::string& s) {
@@ -58,6 +63,8 @@ std::vector<std::pair<std::string, OpCell>> read_op_csv(const fs::path& path, co
       };
       i_name = find(cols.name);
       i_time = find(cols.time_us);
+      for (const char* also : cols.time_us_also)
+        if (i_time < 0 && also) i_time = find(also);
       i_calls = find(cols.calls);
       i_share = find(cols.share);
       if (i_name < 0 || i_time < 0) {

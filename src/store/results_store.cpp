@@ -382,6 +382,19 @@ void ResultsStore::finish(int64_t id, RunStatus status,
   tx.commit();
 }
 
+size_t ResultsStore::move_workspace(const fs::path& from, const fs::path& to) {
+  std::lock_guard lock(impl_->mutex);
+  auto& db = impl_->db;
+  WriteTransaction tx(db);
+  db.prepare("UPDATE runs SET workspace = ?1 WHERE workspace = ?2")
+      .bind(1, normalize_workspace(to))
+      .bind(2, fs::absolute(from).lexically_normal().string())
+      .run();
+  const auto n = static_cast<size_t>(db.changes());
+  tx.commit();
+  return n;
+}
+
 void ResultsStore::update_workspace(int64_t id, const fs::path& workspace, const std::string& gpu) {
   std::lock_guard lock(impl_->mutex);
   auto& db = impl_->db;

@@ -87,6 +87,9 @@ class ResultsStore {
   // workspace existed. Throws Error(kNotFound) for an unknown id.
   void update_workspace(int64_t id, const std::filesystem::path& workspace,
                         const std::string& gpu = "");
+  // Points every run recorded at `from` at `to` (a folder moved on disk, as
+  // gap analysis moves an older Magpie's fixed gap_analysis/ folder); returns how many.
+  size_t move_workspace(const std::filesystem::path& from, const std::filesystem::path& to);
 
   // Newest first.
   std::vector<RunRecord> list(const RunFilter& filter) const;
@@ -95,8 +98,9 @@ class ResultsStore {
   std::optional<RunRecord> find_by_workspace(const std::filesystem::path& workspace) const;
 
   // Indexes existing workspaces under `dir` (and `dir` itself if it is one):
-  // analyze_*, compare_*, benchmark_* folders, gap_analysis/ and tracelens/
-  // folders, read from their report files. Skips workspaces already indexed;
+  // analyze_*, compare_*, benchmark_*, gap_analysis_* folders, gap_analysis/
+  // (an older Magpie's folder; a link to a run folder is skipped) and
+  // tracelens/ folders, read from their report files. Skips workspaces already indexed;
   // returns how many were added. Throws Error(kNotFound) if `dir` does not exist.
   size_t import_workspaces(const std::filesystem::path& dir);
   // Records one already-finished run as it is (import's building block); with

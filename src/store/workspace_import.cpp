@@ -28,7 +28,8 @@ constexpr KindFiles kKinds[] = {
     {RunKind::kAnalyze, "analyze_", "", "analyze_report.json"},
     {RunKind::kCompare, "compare_", "", "compare_report.json"},
     {RunKind::kBenchmark, "benchmark_", "", "benchmark_report.json"},
-    {RunKind::kGapAnalysis, "", "gap_analysis", "gap_analysis.json"},
+    {RunKind::kGapAnalysis, "gap_analysis_", "", "gap_analysis.json"},  // one folder per run
+    {RunKind::kGapAnalysis, "", "gap_analysis", "gap_analysis.json"},   // an older Magpie's folder
     {RunKind::kTraceLens, "", "tracelens", "tracelens_manifest.json"},
 };
 
@@ -113,6 +114,8 @@ std::vector<fs::path> find_workspaces(const fs::path& dir) {
   if (workspace_kind(dir)) return {dir};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    // A link (gap_analysis -> gap_analysis_<time>) names a folder listed on its own.
+    if (entry.is_symlink(ec)) continue;
     if (workspace_kind(entry.path())) out.push_back(entry.path());
   }
   std::sort(out.begin(), out.end());

@@ -21,6 +21,20 @@ bool looks_like_json(std::string_view head) {
   return first != std::string_view::npos && (head[first] == '{' || head[first] == '[');
 }
 
+// rocprof v1's results.json (rocprof --hip-trace / --sys-trace): a Chrome
+// trace whose event array opens with an empty object, "ts"/"dur" as strings
+// and BeginNs/EndNs args. Read as Kineto it has no kernels, so it is refused
+// by name rather than reported as a trace without GPU events.
+bool looks_like_rocprof_v1(std::string_view head) {
+  std::string compact;
+  for (char c : head.substr(0, 64))
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') compact += c;
+  const bool opens_empty = compact.starts_with(R"({"traceEvents":[{})");
+  const bool hip_lanes = head.find("HIP API") != std::string_view::npos ||
+                         head.find("HSA API") != std::string_view::npos;
+  return head.find(R"("BeginNs":")") != std::string_view::npos || (opens_empty && hip_lanes);
+}
+
 // Any format, from the whole (inflated) text.
 Trace load_text(PaddedBuffer text, const fs::path& path, const IngestOptions& options) {
   std::string_view head = text.view().substr(0, 4096);
@@ -63,6 +77,15 @@ Trace load_trace(const fs::path& path, const IngestOptions& options) {
   std::unique_ptr<ArrivingText> text = ArrivingText::open(path);
   size_t file_bytes = text->inflating() ? text->file_bytes() : 0;
   std::string_view head(text->data(), std::min<size_t>(text->wait_for(4096), 4096));
+  if (looks_like_rocprof_v1(head)) {
+    throw Error(ErrorKind::kBadFormat,
+                "rocprof v1 output (results.json of rocprof --hip-trace/--sys-trace), which Magpie "
+                "does not read: it reads PyTorch profiler (Kineto) JSON, rocprofv3 JSON and "
+                "rocprofv3 *_kernel_trace.csv",
+                path.string(), std::nullopt,
+                "record with rocprofv3 --kernel-trace --output-format json (or csv), or with the "
+                "PyTorch profiler");
+  }
   Trace trace;
   if (looks_like_json(head) && !looks_like_rocprof_json(head)) {
     trace = parse_kineto(*text, path.string(), options);

@@ -498,11 +498,206 @@ def test_json_stray_character(magpie, tmp_path):
     assert abs(offset - pos) <= 64, f"byte {offset} is not near the stray '@' at {pos}\n{run.describe()}"
 
 
-def test_no_gpu_events(magpie, tmp_path):
-    trace = dict(load_trace(H200_LLAMA))
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
-    run = run_on_files(magpie, tmp_path, {"cpuonly.json.gz": gzip.compress(json.dumps(trace).encode(), 1)})
-    assert_fails(run, 6, "cpuonly.json.gz")
+def trace_without(path: Path, keep) -> bytes:
+    trace = dict(load_trace(path))
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if keep(e)]
+    return gzip.compress(json.dumps(trace).encode(), 1)
+
+
+def self_times(events) -> dict:
+    """name -> total self time (us) of complete events: each event's duration less that of the
+    events directly inside it on its thread (the innermost enclosing one is the parent)."""
+    def ns(x) -> int:  # integer ns, so that equal ends compare equal
+        return int(round(float(x) * 1000))
+
+    by_thread = {}
+    for e in events:
+        if e.get("ph") == "X" and "dur" in e:
+            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((ns(e["ts"]), ns(e["dur"]), e["name"]))
+    totals = {}
+    for evs in by_thread.values():
+        # Start time, then the longer first, so that an event starting at the same instant nests;
+        # then file order (a stable sort).
+        evs.sort(key=lambda e: (e[0], -e[1]))
+        stack, own = [], [d for _, d, _ in evs]
+        for i, (ts, dur, _) in enumerate(evs):
+            while stack and evs[stack[-1]][0] + evs[stack[-1]][1] < ts + dur:
+                stack.pop()
+            if stack:
+                own[stack[-1]] -= dur
+            stack.append(i)
+        for i, (_, _, name) in enumerate(evs):
+            totals[name] = totals.get(name, 0.0) + max(0, own[i]) / 1000.0
+    return totals
+
+
+def check_self_time_csv(run: Run, events):
+    header, rows = read_csv(run.gap_dir / "gap_analysis.csv")
+    assert header[2] == "Self CPU total (us)", header  # CPU time, as the column says
+    expected = self_times(events)
+    got = {r[0]: float(r[2]) for r in rows}
+    assert set(got) == set(expected), set(got) ^ set(expected)
+    for name, total in expected.items():
+        assert math.isclose(got[name], total, rel_tol=1e-6, abs_tol=CSV_ABS_TOL), (name, got[name], total)
+    report = run.report()
+    assert report["time_basis"] == "host_self" and report["time_column"] == "Self CPU total (us)"
+    grand = sum(expected.values())
+    assert close(report["total_duration_us"], grand), (report["total_duration_us"], grand)
+    return report
+
+
+def test_cpu_only_trace_is_ranked_by_cpu_op_self_time(magpie, tmp_path):
+    """A trace without GPU activity or kernel launches is ranked over its cpu_op events, as a
+    profiled serving run of a CPU server is, by self time (nested ops are not counted twice)."""
+    run = run_on_files(magpie, tmp_path, {"cpuonly.json.gz": trace_without(H200_LLAMA, lambda e: e.get("cat") == "cpu_op")})
+    run.assert_ok()
+    assert "CPU-only" in run.proc.stderr and "self time" in run.proc.stderr, run.describe()
+    ops = [e for e in load_trace(H200_LLAMA)["traceEvents"] if e.get("cat") == "cpu_op"]
+    report = check_self_time_csv(run, ops)
+    assert report["config"]["categories"] == ["cpu_op"] and "CPU-only" in report["cpu_fallback"]
+    assert report["total_duration_us"] < 0.8 * sum(float(e["dur"]) for e in ops)  # the ops nest
+
+
+def test_categories_cpu_op_counts_self_time(magpie, tmp_path):
+    """--categories cpu_op on a GPU trace: ops nest (aten::linear > aten::addmm), so each counts
+    its self time, under a column that says CPU."""
+    trace_dir = tmp_path / "traces"
+    trace_dir.mkdir()
+    shutil.copy(H100_QWEN, trace_dir / H100_QWEN.name)
+    cmd = [str(magpie), "benchmark", "--trace-dir", str(trace_dir), "-o", str(tmp_path / "out"),
+           "--top-k", "100000", "--categories", "cpu_op"]
+    run = Run(trace_dir, tmp_path / "out", subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S))
+    run.assert_ok()
+    check_self_time_csv(run, [e for e in load_trace(H100_QWEN)["traceEvents"] if e.get("cat") == "cpu_op"])
+    assert "Self CPU (us)" in run.proc.stdout and "Self CUDA" not in run.proc.stdout, run.proc.stdout[:2000]
+
+
+def test_launches_without_device_events_blame_the_profiler(magpie, tmp_path):
+    """CUDA runtime calls (kernel launches) but no kernels: the GPU side was lost, which
+    recording with ProfilerActivity.CUDA would not fix by itself."""
+    lost = trace_without(H200_LLAMA, lambda e: e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"))
+    run = run_on_files(magpie, tmp_path, {"lost.json.gz": lost})
+    assert_fails(run, 6, "lost.json.gz")
+    err = run.proc.stderr
+    assert "kernel launches" in err and "CUPTI" in err and "flushed" in err, run.describe()
+    assert "ProfilerActivity.CUDA" not in err, run.describe()
+
+
+PUBLIC_DATA = Path(__file__).resolve().parents[1] / "data" / "public_traces"
+
+
+def test_range_profiler_trace_is_told_to_drop_profiler_metrics(magpie, tmp_path):
+    """HTA's CUPTI profiler trace: launches and cuda_profiler_range events, no kernels."""
+    name = "hta__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz"
+    run = run_on_files(magpie, tmp_path, {name: (PUBLIC_DATA / name).read_bytes()})
+    assert_fails(run, 6, name)
+    assert "range profiler" in run.proc.stderr and "profiler_metrics" in run.proc.stderr, run.describe()
+
+
+def test_another_accelerator_is_told_which_category_to_pass(magpie, tmp_path):
+    """HTA's MTIA trace: its device work is in mtia_ccp_events; passing that category ranks it."""
+    name = "hta__mtia_inference_trace__mtia_inference_rank_0.json.gz"
+    run = run_on_files(magpie, tmp_path, {name: (PUBLIC_DATA / name).read_bytes()})
+    assert_fails(run, 6, name)
+    assert "--categories mtia_ccp_events" in run.proc.stderr, run.describe()
+    cmd = [str(magpie), "benchmark", "--trace-dir", str(run.trace_dir), "-o", str(tmp_path / "out2"),
+           "--categories", "mtia_ccp_events"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+
+
+def rocprof_v1_results_json() -> bytes:
+    """A results.json as rocprof v1 writes it (rocprof --hip-trace): `{ "traceEvents":[{}` then one
+    line per lane label and per record, "ts"/"dur" as strings and BeginNs/EndNs args. Written
+    here in that writer's format (its tblextr.py), as no licensed rocprof v1 file is at hand."""
+    lines = ['{ "traceEvents":[{}',
+             ',{"args":{"name":"CPU HIP API"},"ph":"M","pid":2,"name":"process_name"}',
+             ',{"args":{"name":"GPU0"},"ph":"M","pid":6,"name":"process_name"}',
+             ',{"ph":"X","name":"hipLaunchKernel","pid":2,"tid":2385,"ts":"1201478076","dur":"12",\n'
+             '  "args":{\n    "BeginNs":"1201478076289",\n    "EndNs":"1201478088289",\n'
+             '    "Name":"hipLaunchKernel",\n    "DurationNs":"12000"\n  }\n}',
+             ',{"ph":"X","name":"Cijk_Ailk_Bljk_HHS_BH_MT128x128x32","pid":6,"tid":0,"ts":"1201478090","dur":"35",\n'
+             '  "args":{\n    "BeginNs":"1201478090100",\n    "EndNs":"1201478125100",\n'
+             '    "DurationNs":"35000"\n  }\n}',
+             '],', '"otherData": {}', '}']
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_rocprof_v1_is_named_with_what_is_read(magpie, tmp_path):
+    run = run_on_files(magpie, tmp_path, {"results.json": rocprof_v1_results_json()})
+    assert_fails(run, 5, "results.json")
+    err = run.proc.stderr
+    assert "rocprof v1" in err and "rocprofv3" in err and "ProfilerActivity.CUDA" not in err, run.describe()
+
+
+# --------------------------------------------------------------------------
+# Each run keeps its own folder
+# --------------------------------------------------------------------------
+
+def results_list(magpie, env) -> list:
+    proc = subprocess.run([str(magpie), "results", "list", "--kind", "gap_analysis", "--json"],
+                          capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    return sorted(json.loads(proc.stdout), key=lambda r: r["id"])
+
+
+def test_two_runs_into_one_output_folder_keep_both(magpie, tmp_path):
+    """A second run into the same -o writes a folder of its own: the first run's files stay as
+    they were, each store row points at its own run's folder, and <out>/gap_analysis (the path
+    Magpie's users' scripts read) is the newest run."""
+    trace_dir = tmp_path / "traces"
+    trace_dir.mkdir()
+    shutil.copy(H100_QWEN, trace_dir / H100_QWEN.name)
+    out = tmp_path / "out"
+    env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+
+    def go(top_k: int) -> dict:
+        cmd = [str(magpie), "benchmark", "--trace-dir", str(trace_dir), "-o", str(out), "--top-k", str(top_k)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads((out / "gap_analysis" / "gap_analysis.json").read_text())
+
+    first = go(3)
+    first_dir = Path(first["output_dir"])
+    before = {p.name: p.read_bytes() for p in first_dir.iterdir()}
+    second = go(5)
+    second_dir = Path(second["output_dir"])
+    assert first_dir != second_dir and first_dir.parent == second_dir.parent == out
+    assert {p.name: p.read_bytes() for p in first_dir.iterdir()} == before
+    assert len(read_csv(first_dir / "gap_analysis.csv")[1]) == 3
+    assert len(read_csv(second_dir / "gap_analysis.csv")[1]) == 5
+    assert (out / "gap_analysis").is_symlink() and (out / "gap_analysis").resolve() == second_dir.resolve()
+    rows = results_list(magpie, env)
+    assert [r["workspace"] for r in rows] == [str(first_dir.resolve()), str(second_dir.resolve())], rows
+    assert all(r["status"] == "succeeded" and r["workspace_exists"] for r in rows)
+
+
+def test_an_older_fixed_folder_is_moved_with_its_store_row(magpie, tmp_path):
+    """Before runs had folders of their own, every run wrote <out>/gap_analysis/. The next run
+    moves that folder to a run folder of its own and repoints the store rows recorded at it."""
+    trace_dir = tmp_path / "traces"
+    trace_dir.mkdir()
+    shutil.copy(H100_QWEN, trace_dir / H100_QWEN.name)
+    env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+    out = tmp_path / "out"
+    out.mkdir()
+    old = run_magpie(magpie, trace_dir, tmp_path / "earlier")
+    old.assert_ok()
+    shutil.copytree((tmp_path / "earlier" / "gap_analysis").resolve(), out / "gap_analysis")  # a real folder
+    old_json = (out / "gap_analysis" / "gap_analysis.json").read_bytes()
+    imported = subprocess.run([str(magpie), "results", "import", str(out / "gap_analysis")],
+                              capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert "imported 1 workspace" in imported.stdout, imported.stdout + imported.stderr
+    proc = subprocess.run([str(magpie), "benchmark", "--trace-dir", str(trace_dir), "-o", str(out)],
+                          capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    assert "moved them to" in proc.stderr, proc.stderr
+    assert (out / "gap_analysis").is_symlink()
+    imported_row, new_row = results_list(magpie, env)
+    moved = Path(imported_row["workspace"])
+    assert moved.parent == out.resolve() and moved.name.startswith("gap_analysis_"), imported_row
+    assert (moved / "gap_analysis.json").read_bytes() == old_json
+    assert Path(new_row["workspace"]) == (out / "gap_analysis").resolve() != moved
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="running as root: root reads a chmod 000 file, so it cannot be unreadable")
@@ -540,6 +735,26 @@ def test_one_broken_rank_is_skipped(magpie, tmp_path):
 H200_GRAPHS = Path(__file__).resolve().parents[1] / "data" / "h200_graphs"
 
 
+def read_with_defaults(path: Path) -> list:
+    """The CSV read as a user's script reads it: csv.DictReader and (where installed)
+    pandas.read_csv, both with their defaults; no line skipped by hand. Both must see the
+    same header and the same rows."""
+    text = path.read_text(encoding="utf-8")
+    assert not text.startswith("#"), f"{path} starts with a comment line:\n{text[:300]}"
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and list(rows[0])[0] == "Name", list(rows[0])[:3] if rows else "no rows"
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    frame = pandas.read_csv(path, keep_default_na=False, dtype=str)
+    assert list(frame.columns) == list(rows[0]), (list(frame.columns), list(rows[0]))
+    assert len(frame) == len(rows)
+    assert list(frame["Name"]) == [r["Name"] for r in rows]
+    return rows
+
+
 @pytest.mark.skipif(not (H200_GRAPHS / "inductor_cache").is_dir(),
                     reason=f"no recorded torch.compile run in {H200_GRAPHS}")
 def test_torch_compile_kernels_resolve_to_their_inductor_cache_file(magpie, tmp_path):
@@ -553,8 +768,12 @@ def test_torch_compile_kernels_resolve_to_their_inductor_cache_file(magpie, tmp_
                            "--top-k", "1000", "--find-kernel-sources", "--kernel-source-repos", str(cache)],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr
-    text = (tmp_path / "gap_analysis" / "gap_analysis.csv").read_text()
-    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    csv_path = tmp_path / "gap_analysis" / "gap_analysis.csv"
+    rows = read_with_defaults(csv_path)
+    # What each $VAR of the source columns stands for: in the JSON and on the console, not the CSV.
+    report = json.loads((tmp_path / "gap_analysis" / "gap_analysis.json").read_text())
+    assert report["repo_path_mappings"] == {"$INDUCTOR_CACHE": str(cache)}, report.get("repo_path_mappings")
+    assert f"$INDUCTOR_CACHE={cache}" in proc.stdout, proc.stdout[-2000:]
     triton = [r for r in rows if r["Name"].startswith("triton_")]
     with gzip.open(H200_GRAPHS / "compile_reduce_overhead.json.gz", "rt") as f:
         names = {e["name"] for e in json.load(f)["traceEvents"]

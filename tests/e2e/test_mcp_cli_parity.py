@@ -54,7 +54,8 @@ def normalise(value, roots):
     if isinstance(value, str):
         for root in roots:
             value = value.replace(str(root), "<out>")
-        return value
+        # Each gap analysis writes a folder named for the second it ran in.
+        return re.sub(r"gap_analysis_\d{8}_\d{6}(_\d+)?", "gap_analysis_<time>", value)
     return value
 
 

@@ -80,7 +80,9 @@ def test_import_list_show(magpie, setup):
     recorded = json.loads(run(magpie, "results", "list", "--json", env=env).stdout)
     assert [r["kind"] for r in recorded] == ["gap_analysis", "gap_analysis"]
     assert all(r["face"] == "cli" and r["status"] == "succeeded" for r in recorded)
-    assert {r["workspace"] for r in recorded} == {str(out / n / "gap_analysis") for n in ("gap_a", "gap_b")}
+    # Each run's own folder, which <out>/gap_analysis links to while it is the newest there.
+    assert {r["workspace"] for r in recorded} == {str((out / n / "gap_analysis").resolve()) for n in ("gap_a", "gap_b")}
+    assert all(Path(r["workspace"]).name.startswith("gap_analysis_") for r in recorded)
 
     imported = run(magpie, "results", "import", out, env=env)
     assert "imported 2 workspaces" in imported.stdout  # the two benchmark_* folders

@@ -310,7 +310,7 @@ TEST(SourceColumnsTest, HeaderIsMagpiesFifteenColumns) {
   EXPECT_EQ(magpie_source_columns_header(), expected);
 }
 
-TEST(SourceColumnsTest, RepoVarsAndPreamble) {
+TEST(SourceColumnsTest, RepoVars) {
   const RepoVars vars = make_repo_vars({"/src/vllm", "/other/vllm/", "/", "/w/my-repo.git"});
   ASSERT_EQ(vars.entries.size(), 4u);
   EXPECT_EQ(vars.entries[0].second, "$VLLM");
@@ -319,9 +319,6 @@ TEST(SourceColumnsTest, RepoVarsAndPreamble) {
   EXPECT_EQ(vars.entries[2].second, "$REPO_2");
   EXPECT_EQ(vars.entries[3].second, "$MY_REPO_GIT");
   EXPECT_EQ(vars.var_for("/src/vllm"), "$VLLM");
-  EXPECT_EQ(repo_path_mapping_preamble(vars),
-            "# Repository Path Mappings:\n# $VLLM=/src/vllm\n# $VLLM_2=/other/vllm\n"
-            "# $REPO_2=/\n# $MY_REPO_GIT=/w/my-repo.git\n#\n");
 }
 
 class SourceColumnsIndexTest : public SourceIndexTest {

@@ -504,6 +504,32 @@ TEST(StoreResultsStore, ImportIndexesWorkspacesOnceFromTheirReports) {
   EXPECT_EQ(db.list({.kind = RunKind::kBenchmark}).size(), 2u);
 }
 
+// Gap analysis writes a folder per run and links gap_analysis to the newest:
+// import takes each run folder once and skips the link; a folder moved on disk
+// takes its rows along (move_workspace).
+TEST(StoreResultsStore, GapRunFoldersImportOnceAndMoveWithTheirRows) {
+  auto d = temp_dir("gap_runs");
+  const fs::path out = d / "out";
+  const std::string report = R"({"total_duration_us": 5.0, "num_ranks": 1, "top_kernels": [{}], "errors": []})";
+  write(out / "gap_analysis_20260101_000000" / "gap_analysis.json", report);
+  write(out / "gap_analysis_20260101_000000_2" / "gap_analysis.json", report);
+  fs::create_directory_symlink("gap_analysis_20260101_000000_2", out / "gap_analysis");
+  EXPECT_EQ(find_workspaces(out).size(), 2u);
+  auto db = ResultsStore::open(d / "results.db");
+  EXPECT_EQ(db.import_workspaces(out), 2u);
+  EXPECT_EQ(db.import_workspaces(out / "gap_analysis"), 0u);  // the link: its run is known
+  auto run = db.find_by_workspace(out / "gap_analysis_20260101_000000");
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->kind, RunKind::kGapAnalysis);
+
+  fs::rename(out / "gap_analysis_20260101_000000", out / "moved");
+  EXPECT_EQ(db.move_workspace(out / "gap_analysis_20260101_000000", out / "moved"), 1u);
+  auto moved = db.find_by_workspace(out / "moved");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->id, run->id);
+  fs::remove_all(d);
+}
+
 TEST(StoreResultsStore, IsoTimesRoundTrip) {
   auto now = iso_utc_now();
   auto t = parse_iso_utc(now);
