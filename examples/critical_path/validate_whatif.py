@@ -7,7 +7,8 @@ Two parts:
 
 `record` builds a Llama-shaped model (4 layers, hidden 2048, 16 heads of 128, 8 KV heads, MLP
 5632, vocab 32000, bf16, random weights, seed 0) with a static KV cache, and for each case below
-measures the wall-clock time of a step outside the profiler (median of 40 steps, each ending in
+measures the wall-clock time of a step outside the profiler (median of 80 steps in 4 interleaved rounds of
+20, all before the first profiler session, each ending in
 torch.cuda.synchronize()) and records a Kineto trace of 6 steps (record_shapes=True, one
 ProfilerStep#N per step):
 
@@ -43,7 +44,7 @@ LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, MLP, VOCAB = 4, 2048, 16, 8, 128, 563
 DECODE_BATCH, PREFILL_BATCH, PREFILL_LEN, MAX_LEN = 4, 2, 1024, 2048
 DELAYS_US = {"decode_eager_delay_S": 20.0, "decode_eager_delay_L": 400.0, "prefill_delay": 300.0}
 OP = "aten::scaled_dot_product_attention"
-TIMED_STEPS, WARMUP_STEPS, TRACED_STEPS = 40, 10, 6
+TIMED_STEPS, WARMUP_STEPS, TRACED_STEPS, ROUNDS = 20, 5, 6, 4
 
 
 def log(*a):
@@ -183,9 +184,14 @@ def record(out):
              ("decode_eager_delay_L", decode_step, DELAYS_US["decode_eager_delay_L"]),
              ("decode_graph", graph_step, 0.0), ("prefill", prefill_step, 0.0),
              ("prefill_delay", prefill_step, DELAYS_US["prefill_delay"])]
-    for name, step, delay_us in cases:
-        state["sleep_cycles"] = int(delay_us * cycles_per_us)
-        if name == "decode_graph":
+    # All timing happens before the first profiler session: after one, kineto leaves CUPTI
+    # callbacks behind that slow every later launch (seen on the H100: eager decode 2.6 ms
+    # before, about 6 ms after), which would make the measured steps disagree with both the
+    # unprofiled baseline and the traces. Cases are timed in interleaved rounds so that clock
+    # drift spreads over all of them.
+    def setup(name):
+        state["sleep_cycles"] = int(dict((n, d) for n, _, d in cases)[name] * cycles_per_us)
+        if name == "decode_graph" and "g" not in graph:
             for _ in range(3):
                 decode_step()  # warm up on a side stream's worth of allocations
             g = torch.cuda.CUDAGraph()
@@ -198,11 +204,22 @@ def record(out):
                 logits = forward(dec_tokens, dec_pos, dec_caches, dec_mask)
                 dec_tokens.copy_(logits.argmax(-1, keepdim=True))
             graph["g"] = g
-        log(f"{name}: measuring {TIMED_STEPS} steps")
-        median_us, times = measure(step)
-        log(f"{name}: median step {median_us:.1f} us; recording {TRACED_STEPS} traced steps")
-        trace(step, name)
+
+    all_times = {name: [] for name, _, _ in cases}
+    for round_index in range(ROUNDS):
+        for name, step, _ in cases:
+            setup(name)
+            all_times[name] += measure(step)[1]
+        log(f"timing round {round_index + 1}/{ROUNDS}: " +
+            ", ".join(f"{n} {statistics.median(t):.0f} us" for n, t in all_times.items()))
+    for name, step, delay_us in cases:
+        times = all_times[name]
+        median_us = statistics.median(times)
         measured["cases"][name] = {"median_step_us": median_us, "steps_us": times, "delay_asked_us": delay_us}
+    for name, step, delay_us in cases:
+        setup(name)
+        log(f"{name}: median step {measured['cases'][name]['median_step_us']:.1f} us; recording {TRACED_STEPS} traced steps")
+        trace(step, name)
     state["sleep_cycles"] = 0
     with open(os.path.join(out, "measured.json"), "w") as f:
         json.dump(measured, f, indent=2)

@@ -244,6 +244,7 @@ TEST(KernelDiscovery, RepositoryExamples) {
   EXPECT_EQ(keys(r, root),
             (std::set<std::string>{
                 "cuda:kernels/common/harness.cuh:flush_l2_by_reading",
+                "pytorch:autocast_trace/record_autocast.py:ConvLinear",
                 "pytorch:h200_traces/record_traces.py:Block",
                 "pytorch:h200_traces/record_traces.py:TinyLlama",
                 "triton:kernels/cheats/fused.py:_swiglu_kernel",
