@@ -4,12 +4,9 @@
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "analysis/collective_report.hpp"
-#include "analysis/critical_path.hpp"
-#include "analysis/critical_path_whatif.hpp"
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gpu_arch.hpp"
 #include "analysis/graph_capture_alignment.hpp"
@@ -98,18 +95,6 @@ void analyse(trace::Trace& t, const std::function<trace::Trace()>& reread) {
   for (const auto& pick : split.picks) {
     const analysis::Iteration& it = split.iterations.at(pick.iteration);
     render(analysis::analyze_stage({sources, it.gpu_rows, &it.step, arch_ptr}));
-  }
-
-  // Critical path and what-if (magpie whatif): the graph, every window's path,
-  // scenarios of each kind and the gain bounds.
-  {
-    const analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
-    std::vector<std::string> warnings;
-    const auto windows = analysis::path_windows(t, links, g, warnings);
-    (void)analysis::analyze_critical_path(t, links, g, windows);
-    for (const char* s : {"launch:0", "sync:0", "cpu:2x", "op:aten::mm:+5us", "kernel:gemm:inf"})
-      (void)analysis::what_if(t, g, windows, analysis::parse_scenario(s));
-    (void)analysis::op_gain_bounds(t, g, windows, 2);
   }
 
   // Pytorch mode: every GPU event of the trace, in time order, without captures.
