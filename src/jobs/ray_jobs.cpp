@@ -236,6 +236,19 @@ void gather(RayJobOutcome& out, const ray::RayConfig& cluster, const ray::Cluste
       fs::create_directories(out.local_output_dir, ec);
       fs::copy(out.remote_output_dir, out.local_output_dir,
                fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+      // The copy follows links; a top-level link (gap_analysis -> the newest
+      // gap_analysis_<time>) is put back as a link, so the gathered folder holds
+      // each run once, as the node wrote it.
+      if (!ec)
+        for (const auto& entry : fs::directory_iterator(out.remote_output_dir, ec)) {
+          std::error_code link_ec;
+          if (!entry.is_symlink(link_ec)) continue;
+          const fs::path local = out.local_output_dir / entry.path().filename();
+          const fs::path target = fs::read_symlink(entry.path(), link_ec);
+          if (link_ec) continue;
+          fs::remove_all(local, link_ec);
+          fs::create_directory_symlink(target, local, link_ec);
+        }
       if (ec)
         throw Error(ErrorKind::kUnreadable,
                     fmt::format("cannot copy the job's results from {}: {}",
