@@ -78,18 +78,27 @@ GapOutcome run_profile_gap_analysis(const fs::path& trace_dir, const fs::path& o
   options.config.min_duration_us = s.min_duration_us;
   options.config.categories = s.categories;
   options.config.ignore_categories = s.ignore_categories;
-  // A CPU-only server's trace has no kernels; gap analysis ranks its cpu_op events
-  // instead and says so. A trace that launched kernels but lost their device events
-  // is not CPU-only: that stays an error with its own cause and fix.
-  options.cpu_fallback = true;
   analysis::GapAnalysisResult result;
   try {
     result = analysis::run_gap_analysis(trace_dir, options);
   } catch (const Error& e) {
-    out.errors.push_back(fmt::format("gap analysis: {}", e.what()));
-    return out;
+    if (e.kind() != ErrorKind::kNoGpuEvents) {
+      out.errors.push_back(fmt::format("gap analysis: {}", e.what()));
+      return out;
+    }
+    // A CPU-only server's trace has no kernels; its cpu_op events still show
+    // where the time goes, so rank those instead of reporting nothing.
+    out.notes.push_back(
+        "the traces hold no GPU kernel events (CPU-only server): gap analysis ran over "
+        "cpu_op events instead");
+    options.config.categories = {"cpu_op"};
+    try {
+      result = analysis::run_gap_analysis(trace_dir, options);
+    } catch (const Error& e2) {
+      out.errors.push_back(fmt::format("gap analysis over cpu_op events: {}", e2.what()));
+      return out;
+    }
   }
-  if (!result.cpu_fallback_note.empty()) out.notes.push_back(result.cpu_fallback_note);
   analysis::SourceSearchOptions sources;
   sources.enabled = s.find_kernel_sources;
   for (const auto& repo : s.kernel_source_repos) sources.repos.emplace_back(repo);
