@@ -113,7 +113,10 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
   CriticalPath path;
   path.label = window.label;
   path.stage = window.stage;
-  const auto [win_start, win_end] = window_span(s, window);
+  // Plain variables, not a structured binding: the lambdas below capture them
+  // (clang before 16, which the fuzz build uses, cannot capture bindings).
+  const std::pair<int64_t, int64_t> span = window_span(s, window);
+  const int64_t win_start = span.first, win_end = span.second;
   path.start_ns = win_start;
   path.end_ns = win_end;
   std::vector<PathPiece> rev;
