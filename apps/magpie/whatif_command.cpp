@@ -27,12 +27,21 @@ void WhatIfCommand::register_with(CLI::App& app) {
       "Examples:\n"
       "  magpie whatif trace.json.gz\n"
       "  magpie whatif trace.json.gz --scenario launch:0 --scenario 'op:aten::mm:2x' -o whatif\n"
-      "  magpie whatif trace.json.gz --scenario 'op:aten::scaled_dot_product_attention:+100us' --json");
+      "  magpie whatif trace.json.gz --scenario 'op:aten::scaled_dot_product_attention:+100us' --json\n"
+      "  magpie whatif trace.json.gz --measured-step-us 2786 --scenario launch:0   # profiler cost out");
   sub_->add_option("trace", trace_, "Trace file (.json/.json.gz; a merged multi-rank trace gives one report per rank)")
       ->required();
   sub_->add_option("-s,--scenario", scenarios_, "A change to evaluate (syntax above); repeatable");
   sub_->add_option("-o,--output-dir", output_dir_, "Write critical_path.json and the CSVs here");
   sub_->add_flag("--json", json_, "Print critical_path.json on stdout instead of the tables");
+  sub_->add_option("--measured-step-us", measured_step_us_,
+                   "The step's time measured without the profiler (median, us): host time in the\n"
+                   "graph is scaled so the median traced step matches it before any scenario")
+      ->check(CLI::PositiveNumber);
+  sub_->add_option("--kernel-overhead-us", kernel_overhead_us_,
+                   "The profiler's cost per GPU event (us), taken off every kernel, copy and set\n"
+                   "before any scenario (about 1 us on Hopper; docs/CRITICAL_PATH.md, Calibration)")
+      ->check(CLI::NonNegativeNumber);
   sub_->add_option("--threads", threads_, "Ingest threads (0 = all cores)");
 }
 
@@ -42,6 +51,8 @@ int WhatIfCommand::run(bool verbose) {
   request.scenarios = scenarios_;
   request.output_dir = output_dir_;
   request.ingest.threads = threads_;
+  request.calibration.measured_step_ns = static_cast<int64_t>(measured_step_us_ * 1e3);
+  request.calibration.kernel_overhead_ns = static_cast<int64_t>(kernel_overhead_us_ * 1e3);
   jobs::JobContext context = command_context(verbose);
   auto progress = attach_progress(context);
   attach_ingest_progress(request.ingest, *progress);

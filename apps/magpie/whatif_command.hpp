@@ -22,6 +22,8 @@ class WhatIfCommand {
   std::string output_dir_;
   bool json_ = false;
   unsigned threads_ = 0;
+  double measured_step_us_ = 0;
+  double kernel_overhead_us_ = 0;
 };
 
 }  // namespace magpie::app

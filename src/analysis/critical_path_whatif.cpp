@@ -402,4 +402,71 @@ std::vector<OpGainBound> op_gain_bounds(const trace::Trace& trace, const Depende
   return out;
 }
 
+Calibration calibrate(DependencyGraph& g, const std::vector<PathWindow>& windows,
+                      const CalibrationRequest& request) {
+  Calibration c;
+  c.measured_step_ns = request.measured_step_ns;
+  c.kernel_overhead_ns = std::max<int64_t>(0, request.kernel_overhead_ns);
+  auto median_step = [&](const std::vector<int64_t>& cost) {
+    Timing t;
+    t.cost_ns = cost;
+    const std::vector<int64_t> lengths = window_lengths(retime(g, t), windows);
+    if (lengths.size() <= 1) return lengths.empty() ? int64_t{0} : lengths[0];
+    return median_of(std::vector<int64_t>(lengths.begin() + 1, lengths.end()));
+  };
+  c.traced_step_ns = median_step(g.cost_ns);
+  if (!request.any()) return c;
+  c.applied = true;
+  std::vector<int64_t> base = g.cost_ns;
+  if (c.kernel_overhead_ns > 0) {
+    size_t events = 0;
+    for (size_t v = 0; v < g.size(); ++v) {
+      if (g.kind[v] != NodeKind::kGpu) continue;
+      base[v] = std::max<int64_t>(0, base[v] - c.kernel_overhead_ns);
+      ++events;
+    }
+    c.notes.push_back(fmt::format("{:.2f} us taken off each of {} GPU events", static_cast<double>(c.kernel_overhead_ns) / 1e3, events));
+  }
+  auto host_scaled = [&](double speedup) {
+    std::vector<int64_t> cost = base;
+    for (size_t v = 0; v < g.size(); ++v)
+      if (is_host_work(g.kind[v])) cost[v] = static_cast<int64_t>(std::llround(static_cast<double>(base[v]) / speedup));
+    return cost;
+  };
+  if (request.measured_step_ns > 0) {
+    const int64_t target = request.measured_step_ns;
+    const int64_t at_one = median_step(base);
+    constexpr double kMaxSpeedup = 1000;
+    const int64_t floor = median_step(host_scaled(kMaxSpeedup));
+    if (at_one <= target) {
+      c.notes.push_back(fmt::format(
+          "the traced step ({:.1f} us) is not longer than the measured one ({:.1f} us): host time left as traced",
+          static_cast<double>(at_one) / 1e3, static_cast<double>(target) / 1e3));
+    } else {
+      // The step shrinks monotonically with the host factor: bisect for the
+      // smallest factor that reaches the measured step, or (when the GPU work
+      // alone is longer) the GPU-bound floor.
+      const int64_t goal = std::max(target, floor + floor / 200);
+      if (floor > target) {
+        c.notes.push_back(fmt::format(
+            "even without host time the step takes {:.1f} us, more than the measured {:.1f} us: the "
+            "GPU work is slower under the profiler; host time was shrunk only until the step became "
+            "GPU-bound (--kernel-overhead-us takes the profiler's cost per GPU event off)",
+            static_cast<double>(floor) / 1e3, static_cast<double>(target) / 1e3));
+      }
+      double lo = 1, hi = kMaxSpeedup;
+      for (int i = 0; i < 50 && hi / lo > 1.0005; ++i) {
+        const double mid = std::sqrt(lo * hi);
+        (median_step(host_scaled(mid)) > goal ? lo : hi) = mid;
+      }
+      c.host_speedup = hi;
+      base = host_scaled(hi);
+      c.notes.push_back(fmt::format("host time divided by {:.3f}", hi));
+    }
+  }
+  g.cost_ns = std::move(base);
+  c.calibrated_step_ns = median_step(g.cost_ns);
+  return c;
+}
+
 }  // namespace magpie::analysis

@@ -68,6 +68,30 @@ struct OpGainBound {
   int64_t gpu_gain_ns = 0;     // end-to-end gain with its GPU work at zero
   int64_t host_gain_ns = 0;    // end-to-end gain with its host time at zero
 };
+// Taking the profiler's own cost out of the graph before any scenario. A
+// traced run is slower than the real one: under the PyTorch profiler with
+// CPU activities and record_shapes, host work takes about twice as long, and
+// each GPU event carries a fixed cost (about 1 us on Hopper). Without this a
+// what-if describes the profiled run (docs/CRITICAL_PATH.md, "Calibration").
+struct CalibrationRequest {
+  int64_t measured_step_ns = 0;    // the step measured without the profiler (median); 0: not given
+  int64_t kernel_overhead_ns = 0;  // profiler cost per GPU event, taken off each event's time
+  bool any() const { return measured_step_ns > 0 || kernel_overhead_ns > 0; }
+};
+struct Calibration {
+  bool applied = false;
+  double host_speedup = 1;  // host work (op self time, launch calls, untraced time) divided by this
+  int64_t kernel_overhead_ns = 0;
+  int64_t traced_step_ns = 0;      // median iteration (whole window without iterations), as traced
+  int64_t calibrated_step_ns = 0;  // the same after calibration: the "before" of every scenario
+  int64_t measured_step_ns = 0;
+  std::vector<std::string> notes;
+};
+// Lowers g's costs in place (GPU events minus the overhead, then host work
+// divided by the factor that makes the median step equal the measured one),
+// so that every later re-timing and gain bound starts from the calibrated
+// run. The recorded start and end times stay as traced.
+Calibration calibrate(DependencyGraph& g, const std::vector<PathWindow>& windows, const CalibrationRequest& request);
 std::vector<OpGainBound> op_gain_bounds(const trace::Trace& trace, const DependencyGraph& g,
                                         const std::vector<PathWindow>& windows, size_t top_n = 10);
 

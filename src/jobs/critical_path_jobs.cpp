@@ -155,13 +155,14 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context
   context.report(1, 3, "building the dependency graph");
   for (auto& t : traces) {
     const trace::TraceLinks& links = trace::links_of(t);
-    const analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
+    analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
     RankWhatIf rank;
     std::vector<std::string> window_warnings;
     const auto windows = analysis::path_windows(t, links, g, window_warnings);
     rank.report = analysis::analyze_critical_path(t, links, g, windows);
     rank.report.warnings.insert(rank.report.warnings.end(), window_warnings.begin(), window_warnings.end());
     if (g.stats.gpu_nodes == 0) rank.report.warnings.push_back("the trace has no GPU work: the path is host time only");
+    if (request.calibration.any()) rank.calibration = analysis::calibrate(g, windows, request.calibration);
     for (const auto& s : scenarios) rank.results.push_back(analysis::what_if(t, g, windows, s));
     rank.bounds = analysis::op_gain_bounds(t, g, windows, request.bound_ops);
     out.ranks.push_back(std::move(rank));
@@ -207,6 +208,15 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
                         {"gpu_gain_bound_us", round3(us(b.gpu_gain_ns))},
                         {"host_gain_bound_us", round3(us(b.host_gain_ns))}});
     }
+    nlohmann::json calibration = nullptr;
+    if (const auto& c = rank.calibration; c.applied) {
+      calibration = {{"measured_step_us", c.measured_step_ns > 0 ? nlohmann::json(round3(us(c.measured_step_ns))) : nlohmann::json()},
+                     {"kernel_overhead_us", round3(us(c.kernel_overhead_ns))},
+                     {"host_speedup", round3(c.host_speedup)},
+                     {"traced_step_us", round3(us(c.traced_step_ns))},
+                     {"calibrated_step_us", round3(us(c.calibrated_step_ns))},
+                     {"notes", c.notes}};
+    }
     nlohmann::json whatifs = nlohmann::json::array();
     for (const auto& w : rank.results) whatifs.push_back(whatif_json(w));
     const auto& ls = r.launch;
@@ -223,6 +233,7 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
          {"ops", shares_json(r.ops, whole_len, gpu_total(r), 50)},
          {"kernels", shares_json(r.kernels, whole_len, gpu_total(r), 50)},
          {"gain_bounds", bounds},
+         {"calibration", calibration},
          {"whatif", whatifs},
          {"idle", idle},
          {"launch",
@@ -275,6 +286,13 @@ std::string console_text(const WhatIfOutcome& outcome) {
         "  launches: {} | launch→start p50 {:.1f} us, p90 {:.1f} us | launch call p50 {:.1f} us | "
         "{} kernels shorter than their launch call\n\n",
         ls.launches, ls.delay_p50_us, ls.delay_p90_us, ls.launch_call_p50_us, ls.short_kernels);
+    if (const auto& c = rank.calibration; c.applied) {
+      s += fmt::format("  calibrated for the profiler's cost: median step {:.1f} us as traced, {:.1f} us calibrated{}\n",
+                       us(c.traced_step_ns), us(c.calibrated_step_ns),
+                       c.measured_step_ns > 0 ? fmt::format(" (measured {:.1f} us)", us(c.measured_step_ns)) : "");
+      for (const auto& n : c.notes) s += "    " + n + "\n";
+      s += "  the scenarios and gain bounds below start from the calibrated run\n\n";
+    }
     const int64_t whole = r.paths.empty() ? 0 : r.paths[0].length_ns();
     const int64_t gpu = gpu_total(r);
     std::vector<std::vector<std::string>> rows;

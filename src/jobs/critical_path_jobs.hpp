@@ -22,12 +22,16 @@ struct WhatIfRequest {
   trace::IngestOptions ingest;
   std::filesystem::path output_dir;  // empty: write nothing
   size_t bound_ops = 10;             // ops per side (GPU, host) with a gain bound
+  // The profiler's own cost, taken out before the scenarios and gain bounds
+  // (analysis::calibrate); the critical-path report stays as traced.
+  analysis::CalibrationRequest calibration;
 };
 
 struct RankWhatIf {
   analysis::CriticalPathReport report;
   std::vector<analysis::WhatIfResult> results;
   std::vector<analysis::OpGainBound> bounds;
+  analysis::Calibration calibration;
 };
 
 struct WhatIfOutcome {

@@ -181,6 +181,43 @@ TEST(WhatIf, BoundsNameTheOpWhoseKernelsSetTheTime) {
   EXPECT_EQ(bounds[0].gpu_gain_ns, 197'000);
 }
 
+TEST(WhatIfCalibration, MeasuredStepScalesHostTimeUntilTheStepMatches) {
+  Analysed a = analyse(kCpuBound);
+  // Traced 40 us; "measured" 24.5 us is what cpu:2x gives: host time halves
+  // (31 → 15.5) and the sync's own 9 us stays.
+  const Calibration c = calibrate(a.graph, a.windows, {.measured_step_ns = 24'500});
+  EXPECT_TRUE(c.applied);
+  EXPECT_EQ(c.traced_step_ns, 40'000);
+  EXPECT_NEAR(c.host_speedup, 2.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(c.calibrated_step_ns), 24'500, 50);
+  // Every later scenario starts from the calibrated run; the report stays as traced.
+  const auto r = what_if(a.trace, a.graph, a.windows, parse_scenario("op:aten::mm:inf"));
+  EXPECT_NEAR(static_cast<double>(r.whole.before_ns), 24'500, 50);
+  EXPECT_EQ(a.report.paths[0].length_ns(), 40'000);
+}
+
+TEST(WhatIfCalibration, GpuFloorAboveTheMeasuredStepIsSaidAndKernelOverheadLowersIt) {
+  Analysed a = analyse(kGpuBound);
+  Analysed b = analyse(kGpuBound);
+  // 210 us traced, of which 200 are kernels: no host factor reaches 110.
+  const Calibration host_only = calibrate(a.graph, a.windows, {.measured_step_ns = 110'000});
+  ASSERT_FALSE(host_only.notes.empty());
+  EXPECT_NE(host_only.notes[0].find("slower under the profiler"), std::string::npos) << host_only.notes[0];
+  EXPECT_GE(host_only.calibrated_step_ns, 209'000);
+  // 50 us off each kernel: 5 + 50 + 50 + 5 = 110, already the measured step.
+  const Calibration both = calibrate(b.graph, b.windows, {.measured_step_ns = 110'000, .kernel_overhead_ns = 50'000});
+  EXPECT_EQ(both.calibrated_step_ns, 110'000);
+  EXPECT_DOUBLE_EQ(both.host_speedup, 1.0);
+}
+
+TEST(WhatIfCalibration, NothingAskedChangesNothing) {
+  Analysed a = analyse(kCpuBound);
+  const auto before = a.graph.cost_ns;
+  const Calibration c = calibrate(a.graph, a.windows, {});
+  EXPECT_FALSE(c.applied);
+  EXPECT_EQ(a.graph.cost_ns, before);
+}
+
 TEST(WhatIf, ScenarioSyntax) {
   EXPECT_EQ(parse_scenario("op:aten::mm:2x").name, "aten::mm");
   EXPECT_EQ(parse_scenario("op:aten::mm:2x").speedup, 2.0);
