@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "analysis/collective_report.hpp"
+#include "analysis/critical_path.hpp"
+#include "analysis/critical_path_graph.hpp"
+#include "analysis/critical_path_whatif.hpp"
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gpu_arch.hpp"
 #include "analysis/graph_capture_alignment.hpp"
@@ -51,6 +54,31 @@ void render(const analysis::StageAnalysis& a) {
   const analysis::StageTables tables = analysis::make_stage_tables(a);
   for (const report::Table* table : tables.all()) (void)report::to_csv(*table);
   (void)report::to_csv(tables.simple_summary);
+}
+
+// What `magpie whatif` does: the dependency graph, the iterations, their
+// critical paths, every kind of scenario, a calibration and the gain bounds.
+void critical_path(const trace::Trace& t, const trace::TraceLinks& links) {
+  analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
+  std::vector<std::string> warnings;
+  const auto windows = analysis::path_windows(t, links, g, warnings);
+  (void)analysis::analyze_critical_path(t, links, g, windows);
+  const std::string op = t.events.size() ? std::string(t.name(0)) : "aten::mm";
+  for (const std::string& s : {"op:" + op + ":2x", "op:" + op + ":+30us", std::string("kernel:gemm:inf"),
+                               std::string("cpu:2x"), "cpu:" + op + ":0.5x", std::string("launch:0"),
+                               std::string("sync:0")}) {
+    analysis::Scenario scenario;
+    try {
+      scenario = analysis::parse_scenario(s);
+    } catch (const Error&) {
+      continue;  // a name the syntax cannot hold (empty): the CLI says so too
+    }
+    (void)analysis::what_if(t, g, windows, scenario);
+  }
+  (void)analysis::op_gain_bounds(t, g, windows, 3);
+  (void)analysis::calibrate(g, windows, {.measured_step_ns = 1000 + static_cast<int64_t>(t.events.size() % 5000) * 100,
+                                         .kernel_overhead_ns = 1000});
+  (void)analysis::what_if(t, g, windows, analysis::parse_scenario("launch:0"));
 }
 
 // What gap analysis, both tracelens modes and the collective report do with
@@ -112,6 +140,7 @@ void analyse(trace::Trace& t, const std::function<trace::Trace()>& reread) {
   analysis::collect_collectives(t, links, std::max(t.rank, 0) + 1, collection);
   const analysis::CollectiveReport report = analysis::make_collective_report(std::move(collection));
   for (const auto& table : analysis::collective_tables(report)) (void)report::to_csv(table);
+  critical_path(t, links);
 }
 
 void parse_and_analyse(const PaddedBuffer& buf, std::string_view bytes) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analysis/stage_splitter.hpp"
+#include "core/parallel.hpp"
 
 namespace magpie::analysis {
 
@@ -24,10 +25,15 @@ const char* to_string(PathCategory c) {
 }
 
 Schedule retime(const DependencyGraph& g, const Timing& timing) {
+  Schedule s;
+  retime(g, timing, s);
+  return s;
+}
+
+void retime(const DependencyGraph& g, const Timing& timing, Schedule& s) {
   const auto& cost = timing.cost_ns.empty() ? g.cost_ns : timing.cost_ns;
   const auto& prev_w = timing.prev_w.empty() ? g.prev_w : timing.prev_w;
   const bool any_cut = !timing.cut.empty();
-  Schedule s;
   s.start_ns.resize(g.size());
   s.end_ns.resize(g.size());
   for (const uint32_t v : g.order) {
@@ -52,7 +58,6 @@ Schedule retime(const DependencyGraph& g, const Timing& timing) {
     s.start_ns[v] = start;
     s.end_ns[v] = end;
   }
-  return s;
 }
 
 namespace {
@@ -108,6 +113,38 @@ std::pair<int64_t, int64_t> window_span(const Schedule& s, const PathWindow& w) 
   return {start, end};
 }
 
+WakeIndex wake_index(const DependencyGraph& g, const Schedule& s) {
+  WakeIndex by_end;
+  // Host pieces in id order come in runs sorted by end (a thread's pieces
+  // follow each other): merging the runs is cheaper than sorting them all.
+  std::vector<size_t> run_starts;
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.kind[n] == NodeKind::kGpu || g.kind[n] == NodeKind::kIdle || s.end_ns[n] <= s.start_ns[n]) continue;
+    if (by_end.empty() || s.end_ns[n] < by_end.back().first) run_starts.push_back(by_end.size());
+    by_end.emplace_back(s.end_ns[n], static_cast<int32_t>(n));
+  }
+  if (run_starts.size() > 64) {
+    std::sort(by_end.begin(), by_end.end());
+    return by_end;
+  }
+  // Each run is sorted by (end, id): ends do not fall inside a run, ids rise.
+  run_starts.push_back(by_end.size());
+  while (run_starts.size() > 2) {
+    std::vector<size_t> merged;
+    size_t i = 0;
+    for (; i + 2 < run_starts.size(); i += 2) {
+      std::inplace_merge(by_end.begin() + static_cast<std::ptrdiff_t>(run_starts[i]),
+                         by_end.begin() + static_cast<std::ptrdiff_t>(run_starts[i + 1]),
+                         by_end.begin() + static_cast<std::ptrdiff_t>(run_starts[i + 2]));
+      merged.push_back(run_starts[i]);
+    }
+    if (i + 1 < run_starts.size()) merged.push_back(run_starts[i]);  // an odd run waits a round
+    merged.push_back(by_end.size());
+    run_starts = std::move(merged);
+  }
+  return by_end;
+}
+
 CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window,
                            WakeIndex* wake) {
   CriticalPath path;
@@ -150,13 +187,7 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
   WakeIndex own;
   WakeIndex& by_end = wake ? *wake : own;
   auto woken_by = [&](uint32_t lane, int64_t after) -> int32_t {
-    if (by_end.empty()) {
-      for (size_t n = 0; n < g.size(); ++n) {
-        if (g.kind[n] != NodeKind::kGpu && g.kind[n] != NodeKind::kIdle && s.end_ns[n] > s.start_ns[n])
-          by_end.emplace_back(s.end_ns[n], static_cast<int32_t>(n));
-      }
-      std::sort(by_end.begin(), by_end.end());
-    }
+    if (!wake && by_end.empty()) by_end = wake_index(g, s);
     auto it = std::upper_bound(by_end.begin(), by_end.end(), std::pair{frontier, INT32_MAX});
     for (int tries = 0; it != by_end.begin() && tries < 256; ++tries) {
       --it;
@@ -326,9 +357,12 @@ CriticalPathReport analyze_critical_path(const trace::Trace& trace, const trace:
   r.graph = g.stats;
   r.warnings = g.warnings;
   const Schedule recorded = retime(g);
-  WakeIndex wake;
-  for (const auto& w : windows) {
-    CriticalPath p = critical_path(g, recorded, w, &wake);
+  // Built once before the windows' walks, which then only read it and run
+  // side by side (each window's path is independent of the others).
+  WakeIndex wake = wake_index(g, recorded);
+  r.paths.resize(windows.size());
+  parallel_for(windows.size(), std::min(default_thread_count(), 4u), [&](size_t i) {
+    CriticalPath p = critical_path(g, recorded, windows[i], &wake);
     // Collectives are GPU pieces of NCCL/RCCL kernels.
     for (auto& piece : p.pieces) {
       if (piece.category != PathCategory::kGpu || piece.node == kNoNode) continue;
@@ -339,8 +373,8 @@ CriticalPathReport analyze_critical_path(const trace::Trace& trace, const trace:
         piece.category = PathCategory::kCollective;
       }
     }
-    r.paths.push_back(std::move(p));
-  }
+    r.paths[i] = std::move(p);
+  });
   if (r.paths.empty()) return r;
 
   // Names on the whole window's path, beside their GPU time.

@@ -44,6 +44,8 @@ struct Timing {
 // Earliest times the edges allow, in topological order. The first node of a
 // lane keeps its recorded start. With an empty Timing it reproduces the trace.
 Schedule retime(const DependencyGraph& g, const Timing& timing = {});
+// The same into `s`, reusing its storage (repeated re-timings of one graph).
+void retime(const DependencyGraph& g, const Timing& timing, Schedule& s);
 
 struct PathPiece {
   int32_t node = kNoNode;  // kNoNode: idle with no node (before the lane's first event)
@@ -78,9 +80,12 @@ std::vector<PathWindow> path_windows(const trace::Trace& trace, const trace::Tra
 // Host pieces by end time on one schedule: where a waiting thread's path goes
 // on (critical_path builds it on first need; share one across windows).
 using WakeIndex = std::vector<std::pair<int64_t, int32_t>>;
+WakeIndex wake_index(const DependencyGraph& g, const Schedule& s);
 
 // Walks back from the window's last-ending node on `s` (the recorded schedule
-// or a re-timed one).
+// or a re-timed one). A given `wake` must be wake_index(g, s) and is only
+// read (walks may then run on several threads); without one it is built here
+// on first need.
 CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const PathWindow& window,
                            WakeIndex* wake = nullptr);
 // The window's start and end on a re-timed schedule (anchor's start, latest end of its nodes).

@@ -371,19 +371,32 @@ std::vector<OpGainBound> op_gain_bounds(const trace::Trace& trace, const Depende
   for (const uint32_t id : top_by(false)) jobs.push_back({id, false});
   const Schedule recorded = retime(g);
   const std::vector<int64_t> before = window_lengths(recorded, windows);
-  // Independent re-timings of one read-only graph: a few threads at once
-  // (each holds a copy of the costs and a schedule: 24 bytes a node).
-  parallel_for(jobs.size(), std::min(default_thread_count(), 4u), [&](size_t j) {
-    Job& job = jobs[j];
+  // Each job's nodes, found in one pass.
+  std::unordered_map<uint64_t, size_t> job_of;  // name << 1 | gpu → job
+  for (size_t j = 0; j < jobs.size(); ++j) job_of[uint64_t{jobs[j].name} << 1 | (jobs[j].gpu ? 1u : 0u)] = j;
+  std::vector<std::vector<int32_t>> nodes_of(jobs.size());
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (name_of[v] == kNone) continue;
+    const auto it = job_of.find(uint64_t{name_of[v]} << 1 | (g.kind[v] == NodeKind::kGpu ? 1u : 0u));
+    if (it != job_of.end()) nodes_of[it->second].push_back(static_cast<int32_t>(v));
+  }
+  // Independent re-timings of one read-only graph on a few threads; each
+  // worker keeps one copy of the costs (zeroing a job's nodes and putting
+  // them back) and one schedule: 24 bytes a node.
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::min(default_thread_count(), 4u),
+                                                           static_cast<unsigned>(jobs.size())));
+  parallel_for(workers, workers, [&](size_t worker) {
     Timing t;
     t.cost_ns = g.cost_ns;
-    for (size_t v = 0; v < g.size(); ++v) {
-      if (name_of[v] != job.name) continue;
-      if ((g.kind[v] == NodeKind::kGpu) == job.gpu) t.cost_ns[v] = 0;
+    Schedule s;
+    for (size_t j = worker; j < jobs.size(); j += workers) {
+      for (const int32_t v : nodes_of[j]) t.cost_ns[static_cast<size_t>(v)] = 0;
+      retime(g, t, s);
+      WhatIfResult r;
+      summarize(windows, before, window_lengths(s, windows), r);
+      jobs[j].gain = r.gain_ns();
+      for (const int32_t v : nodes_of[j]) t.cost_ns[static_cast<size_t>(v)] = g.cost_ns[static_cast<size_t>(v)];
     }
-    WhatIfResult r;
-    summarize(windows, before, window_lengths(retime(g, t), windows), r);
-    job.gain = r.gain_ns();
   });
   std::vector<OpGainBound> out;
   for (const Job& job : jobs) {
