@@ -69,6 +69,9 @@ int64_t gpu_total(const analysis::CriticalPathReport& r) {
 nlohmann::json whatif_json(const analysis::WhatIfResult& w) {
   const bool steps = !w.iterations.empty();
   const int64_t before = steps ? w.iterations_before_ns : w.whole.before_ns;
+  nlohmann::json per_step = nlohmann::json::array();
+  for (const auto& c : w.iterations)
+    per_step.push_back({{"window", c.label}, {"before_us", round3(us(c.before_ns))}, {"after_us", round3(us(c.after_ns))}});
   return {{"scenario", w.scenario.text},
           {"matched", w.matched},
           {"basis", steps ? "iterations" : "whole trace"},
@@ -80,6 +83,7 @@ nlohmann::json whatif_json(const analysis::WhatIfResult& w) {
           {"median_step_after_us", round3(w.median_step_after_us)},
           {"whole_before_us", round3(us(w.whole.before_ns))},
           {"whole_after_us", round3(us(w.whole.after_ns))},
+          {"steps", per_step},
           {"warnings", w.warnings}};
 }
 

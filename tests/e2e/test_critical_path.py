@@ -86,6 +86,33 @@ def test_unchanged_scenarios_gain_nothing_and_kernels_of_a_host_bound_trace_gain
     assert graph["median_step_after_us"] < graph["median_step_before_us"]
 
 
+def test_calibration_to_a_measured_step_moves_the_bottleneck(magpie):
+    """--measured-step-us: the calibrated median step is the measured one. The traced decode
+    steps are host-bound (42 ms, mostly cuDNN's host work); calibrated to 1/30 of that they sit
+    near the GPU floor, so making the host 2x faster gains a far smaller share."""
+    need(LLAMA)
+    traced = whatif_json(magpie, LLAMA, "cpu:2x")
+    step = traced["whatif"][0]["median_step_before_us"]
+    args = [LLAMA, "--json", "--scenario", "cpu:2x", "--measured-step-us", f"{step / 30:.3f}"]
+    calibrated = json.loads(run(magpie, *args).stdout)["ranks"][0]
+    c = calibrated["calibration"]
+    assert traced["calibration"] is None
+    assert c["traced_step_us"] == pytest.approx(step, rel=1e-6)
+    assert c["calibrated_step_us"] == pytest.approx(step / 30, rel=0.01)
+    assert c["host_speedup"] > 1
+    w_traced, w_cal = traced["whatif"][0], calibrated["whatif"][0]
+    assert w_cal["median_step_before_us"] == pytest.approx(step / 30, rel=0.01)
+    share = lambda w: 1 - w["median_step_after_us"] / w["median_step_before_us"]
+    assert share(w_traced) > 0.4          # host-bound as traced: half the host time is ~half the step
+    assert share(w_cal) < share(w_traced) / 2
+    # Per-step figures are in the JSON; the report itself stays as traced.
+    assert len(w_cal["steps"]) == calibrated["iterations"]
+    assert calibrated["path_us"] == pytest.approx(traced["path_us"])
+    # A measured step the GPU work cannot reach is said, not hidden.
+    r = run(magpie, LLAMA, "--measured-step-us", "1", "--scenario", "launch:0")
+    assert "slower under the profiler" in r.stdout
+
+
 def test_outputs_are_written_and_agree_with_stdout(magpie, tmp_path):
     need(GRAPH_REPLAY)
     out = tmp_path / "whatif"
