@@ -9,6 +9,7 @@
 #include "analysis/collective_report.hpp"
 #include "analysis/critical_path.hpp"
 #include "analysis/critical_path_graph.hpp"
+#include "analysis/critical_path_ranks.hpp"
 #include "analysis/critical_path_whatif.hpp"
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gpu_arch.hpp"
@@ -60,13 +61,18 @@ void render(const analysis::StageAnalysis& a) {
 // critical paths, every kind of scenario, a calibration and the gain bounds.
 void critical_path(const trace::Trace& t, const trace::TraceLinks& links) {
   analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
+  // The trace as two ranks of one job: every collective pairs with itself.
+  analysis::DependencyGraph peer = analysis::build_dependency_graph(t, links);
+  std::vector<const trace::Trace*> ranks{&t, &t};
+  std::vector<analysis::DependencyGraph*> graphs{&g, &peer};
+  (void)analysis::link_ranks(ranks, graphs);
   std::vector<std::string> warnings;
   const auto windows = analysis::path_windows(t, links, g, warnings);
   (void)analysis::analyze_critical_path(t, links, g, windows);
   const std::string op = t.events.size() ? std::string(t.name(0)) : "aten::mm";
   for (const std::string& s : {"op:" + op + ":2x", "op:" + op + ":+30us", std::string("kernel:gemm:inf"),
                                std::string("cpu:2x"), "cpu:" + op + ":0.5x", std::string("launch:0"),
-                               std::string("sync:0")}) {
+                               std::string("sync:0"), std::string("wait:0")}) {
     analysis::Scenario scenario;
     try {
       scenario = analysis::parse_scenario(s);

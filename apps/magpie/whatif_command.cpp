@@ -21,6 +21,7 @@ void WhatIfCommand::register_with(CLI::App& app) {
       "  cpu:2x            all host time 2x faster; cpu:NAME:2x only inside op NAME\n"
       "  launch:0          launch overhead removed, as with CUDA graphs (alias: graph)\n"
       "  sync:0            blocking syncs (cudaDeviceSynchronize, .item()) wait for nothing\n"
+      "  wait:0            the other ranks arrive at each collective with this one (give all ranks)\n"
       "Always reported: per op the gain if its GPU work, or its host time, took no time.\n"
       "With -o DIR: critical_path.json, critical_path.csv (per iteration), critical_path_ops.csv,\n"
       "whatif.csv.\n\n"
@@ -28,8 +29,12 @@ void WhatIfCommand::register_with(CLI::App& app) {
       "  magpie whatif trace.json.gz\n"
       "  magpie whatif trace.json.gz --scenario launch:0 --scenario 'op:aten::mm:2x' -o whatif\n"
       "  magpie whatif trace.json.gz --scenario 'op:aten::scaled_dot_product_attention:+100us' --json\n"
-      "  magpie whatif trace.json.gz --measured-step-us 2786 --scenario launch:0   # profiler cost out");
-  sub_->add_option("trace", trace_, "Trace file (.json/.json.gz; a merged multi-rank trace gives one report per rank)")
+      "  magpie whatif trace.json.gz --measured-step-us 2786 --scenario launch:0   # profiler cost out\n"
+      "  magpie whatif rank0.json.gz rank1.json.gz --scenario wait:0");
+  sub_->add_option("trace", traces_,
+                   "Trace file (.json/.json.gz), or a folder of one job's rank traces; several files are\n"
+                   "the ranks of one job (a merged multi-rank trace too): one report per rank, with each\n"
+                   "collective linked to the other ranks' (wait:0 shows what waiting for them cost)")
       ->required();
   sub_->add_option("-s,--scenario", scenarios_, "A change to evaluate (syntax above); repeatable");
   sub_->add_option("-o,--output-dir", output_dir_, "Write critical_path.json and the CSVs here");
@@ -47,7 +52,8 @@ void WhatIfCommand::register_with(CLI::App& app) {
 
 int WhatIfCommand::run(bool verbose) {
   jobs::WhatIfRequest request;
-  request.trace_path = trace_;
+  request.trace_path = traces_.front();
+  request.other_ranks.assign(traces_.begin() + 1, traces_.end());
   request.scenarios = scenarios_;
   request.output_dir = output_dir_;
   request.ingest.threads = threads_;
@@ -58,6 +64,7 @@ int WhatIfCommand::run(bool verbose) {
   attach_ingest_progress(request.ingest, *progress);
   const auto outcome = jobs::run_whatif(request, context);
   progress->finish();
+  for (const auto& w : outcome.warnings) std::cerr << "warning: " << w << "\n";
   for (const auto& rank : outcome.ranks) {
     const std::string who = rank.report.rank >= 0 ? "rank " + std::to_string(rank.report.rank) + ": " : "";
     for (const auto& w : rank.report.warnings) std::cerr << "warning: " << who << w << "\n";

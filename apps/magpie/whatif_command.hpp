@@ -17,7 +17,7 @@ class WhatIfCommand {
 
  private:
   CLI::App* sub_ = nullptr;
-  std::string trace_;
+  std::vector<std::string> traces_;
   std::vector<std::string> scenarios_;
   std::string output_dir_;
   bool json_ = false;

@@ -34,6 +34,7 @@ void retime(const DependencyGraph& g, const Timing& timing, Schedule& s) {
   const auto& cost = timing.cost_ns.empty() ? g.cost_ns : timing.cost_ns;
   const auto& prev_w = timing.prev_w.empty() ? g.prev_w : timing.prev_w;
   const bool any_cut = !timing.cut.empty();
+  const bool has_floor = !g.floor_end.empty();
   s.start_ns.resize(g.size());
   s.end_ns.resize(g.size());
   for (const uint32_t v : g.order) {
@@ -49,6 +50,7 @@ void retime(const DependencyGraph& g, const Timing& timing, Schedule& s) {
         start = std::max(start, s.end_ns[static_cast<size_t>(w)] + g.wait_w[v]);
       if (start == INT64_MIN) start = g.start_ns[v];
       end = start + cost[v];
+      if (has_floor && !(cut & 4)) end = std::max(end, g.floor_end[v]);
     } else {
       start = p == kNoNode ? g.start_ns[v] : s.end_ns[static_cast<size_t>(p)];
       end = start + cost[v];
@@ -209,7 +211,16 @@ CriticalPath critical_path(const DependencyGraph& g, const Schedule& s, const Pa
       }
     }
     if (g.kind[v] == NodeKind::kGpu) {
-      add(cur, start, end, PathCategory::kGpu);
+      // A collective held by another rank: its end is the other rank's
+      // arrival plus the transfer; the time before that was spent waiting.
+      if (!g.floor_end.empty() && g.floor_end[v] == end && end - g.cost_ns[v] > start) {
+        add(cur, end - g.cost_ns[v], end, PathCategory::kGpu);
+        const int64_t before = frontier;
+        add(cur, start, end - g.cost_ns[v], PathCategory::kCollective);
+        path.collective_wait_ns += before - frontier;
+      } else {
+        add(cur, start, end, PathCategory::kGpu);
+      }
       const int32_t p = g.prev[v], d = g.dep[v], w = g.wait[v];
       const int64_t by_prev = p == kNoNode ? INT64_MIN : s.end_ns[static_cast<size_t>(p)] + g.prev_w[v];
       const int64_t by_dep = d == kNoNode ? INT64_MIN : s.start_ns[static_cast<size_t>(d)] + g.dep_w[v];

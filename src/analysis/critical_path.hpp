@@ -37,7 +37,8 @@ struct Schedule {
 struct Timing {
   std::vector<int64_t> cost_ns;  // per node: own time (a sync: its floor)
   std::vector<int64_t> prev_w;   // per node
-  // Per node: bit 1 drops the launch/sync edge, bit 2 the stream-wait edge.
+  // Per node: bit 1 drops the launch/sync edge, bit 2 the stream-wait edge,
+  // bit 4 the floor from the other ranks (floor_end).
   std::vector<uint8_t> cut;
 };
 
@@ -60,6 +61,9 @@ struct CriticalPath {
   int64_t start_ns = 0, end_ns = 0;
   std::vector<PathPiece> pieces;
   std::array<int64_t, kPathCategories> by_category{};
+  // Of the collective time: waiting for the last rank to arrive (only where
+  // the ranks were linked, critical_path_ranks.hpp).
+  int64_t collective_wait_ns = 0;
   int64_t length_ns() const { return end_ns - start_ns; }
 };
 

@@ -63,6 +63,7 @@ struct GraphStats {
   size_t cycle_edges_dropped = 0;  // edges removed to break a cycle
   int64_t launch_latency_ns = 0;   // median latency of launches onto an idle stream
   int64_t back_to_back_gap_ns = 0; // median gap between queued GPU work on a stream
+  size_t cross_rank_edges = 0;     // collectives with a floor from the other ranks (critical_path_ranks.hpp)
 };
 
 struct DependencyGraph {
@@ -79,6 +80,9 @@ struct DependencyGraph {
   std::vector<int64_t> dep_w;
   std::vector<int32_t> wait;      // GPU: node on another stream it waited for (from its end)
   std::vector<int64_t> wait_w;
+  // GPU: the earliest end the other ranks allow (a collective cannot finish
+  // before the last rank arrived), INT64_MIN for none; empty when no node has one.
+  std::vector<int64_t> floor_end;
   std::vector<int32_t> op;        // innermost cpu_op row around the node (GPU: launching op), -1
 
   std::vector<uint32_t> order;    // a topological order of the nodes

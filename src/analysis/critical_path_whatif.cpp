@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kSyntax =
     "op:NAME:2x, op:NAME:+30us, kernel:TEXT:1.5x, kernel:TEXT:+5us, cpu:2x, cpu:NAME:2x, "
-    "launch:0 (or graph), sync:0 (or nosync)";
+    "launch:0 (or graph), sync:0 (or nosync), wait:0 (or nowait)";
 
 [[noreturn]] void bad(std::string_view text, const std::string& why) {
   throw Error(ErrorKind::kUsage, fmt::format("bad scenario '{}': {}", text, why), "", std::nullopt,
@@ -226,6 +226,19 @@ size_t apply(const trace::Trace& trace, const DependencyGraph& g, const Scenario
         ++matched;
       }
       break;
+    case ScenarioKind::kWait:
+      t.cut.assign(g.size(), 0);
+      for (size_t v = 0; v < g.floor_end.size(); ++v) {
+        if (g.floor_end[v] == INT64_MIN) continue;
+        t.cut[v] |= 4;
+        ++matched;
+      }
+      if (matched == 0) {
+        warnings.push_back("no collective of this rank was matched to another rank's (give every rank's trace: "
+                           "magpie whatif rank0.json.gz rank1.json.gz, or a folder)");
+        return 0;
+      }
+      break;
     case ScenarioKind::kLaunch: break;
   }
   if (matched == 0 && s.kind != ScenarioKind::kLaunch) {
@@ -291,6 +304,10 @@ Scenario parse_scenario(std::string_view text) {
   }
   if (text == "nosync" || text == "sync:0" || text == "sync") {
     s.kind = ScenarioKind::kSync;
+    return s;
+  }
+  if (text == "nowait" || text == "wait:0" || text == "wait") {
+    s.kind = ScenarioKind::kWait;
     return s;
   }
   const size_t first = text.find(':');

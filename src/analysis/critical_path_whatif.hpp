@@ -12,6 +12,8 @@
 //   cpu:NAME:2x       host time inside op NAME 2x faster
 //   launch:0          launch overhead removed, as with CUDA graphs (alias: graph)
 //   sync:0            blocking syncs wait for nothing (alias: nosync)
+//   wait:0            the other ranks arrive at each collective with this one
+//                     (needs linked ranks, critical_path_ranks.hpp; alias: nowait)
 // Factors: 2x, 0.5x (slower), inf (takes no time). Durations: ns, us, ms, s.
 #include <cstdint>
 #include <string>
@@ -22,7 +24,7 @@
 
 namespace magpie::analysis {
 
-enum class ScenarioKind : uint8_t { kOp, kKernel, kCpu, kLaunch, kSync };
+enum class ScenarioKind : uint8_t { kOp, kKernel, kCpu, kLaunch, kSync, kWait };
 
 struct Scenario {
   std::string text;  // as given

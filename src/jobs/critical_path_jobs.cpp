@@ -9,6 +9,7 @@
 #include "core/file_io.hpp"
 #include "report/csv_writer.hpp"
 #include "report/text_table.hpp"
+#include "analysis/critical_path_ranks.hpp"
 #include "trace/trace_loader.hpp"
 #include "trace/trace_links.hpp"
 
@@ -33,6 +34,13 @@ std::array<int64_t, kPathCategories> iteration_totals(const analysis::CriticalPa
     length += r.paths[i].length_ns();
     for (size_t c = 0; c < kPathCategories; ++c) total[c] += r.paths[i].by_category[c];
   }
+  return total;
+}
+
+// Of the iterations' collective time (the whole window's without iterations): waiting for the last rank.
+int64_t collective_wait(const analysis::CriticalPathReport& r) {
+  int64_t total = 0;
+  for (size_t i = r.paths.size() > 1 ? 1 : 0; i < r.paths.size(); ++i) total += r.paths[i].collective_wait_ns;
   return total;
 }
 
@@ -152,14 +160,40 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context
   WhatIfOutcome out;
   auto t0 = std::chrono::steady_clock::now();
   context.report(0, 3, fmt::format("reading {}", request.trace_path.string()));
-  std::vector<trace::Trace> traces = trace::load_trace_ranks(request.trace_path, request.ingest);
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(request.trace_path)) {
+    files = trace::discover_trace_files(request.trace_path);
+    if (files.empty())
+      throw Error(ErrorKind::kNotFound, fmt::format("no trace files in {}", request.trace_path.string()),
+                  request.trace_path.string(), std::nullopt, "give a .json/.json.gz trace or a folder of them");
+  } else {
+    files.push_back(request.trace_path);
+  }
+  files.insert(files.end(), request.other_ranks.begin(), request.other_ranks.end());
+  std::vector<trace::Trace> traces;
+  for (const auto& f : files) {
+    auto ranks = trace::load_trace_ranks(f, request.ingest);
+    for (auto& t : ranks) traces.push_back(std::move(t));
+  }
   auto t1 = std::chrono::steady_clock::now();
   out.ingest_seconds = std::chrono::duration<double>(t1 - t0).count();
   if (context.cancelled()) throw Error(ErrorKind::kCancelled, "whatif cancelled");
   context.report(1, 3, "building the dependency graph");
-  for (auto& t : traces) {
+  std::vector<analysis::DependencyGraph> graphs;
+  graphs.reserve(traces.size());
+  for (auto& t : traces) graphs.push_back(analysis::build_dependency_graph(t, trace::links_of(t)));
+  if (traces.size() > 1) {
+    std::vector<const trace::Trace*> tp;
+    std::vector<analysis::DependencyGraph*> gp;
+    for (size_t i = 0; i < traces.size(); ++i) tp.push_back(&traces[i]), gp.push_back(&graphs[i]);
+    auto linked = analysis::link_ranks(tp, gp);
+    out.cross_rank_matched = linked.matched_calls;
+    out.warnings = std::move(linked.warnings);
+  }
+  for (size_t i = 0; i < traces.size(); ++i) {
+    auto& t = traces[i];
+    analysis::DependencyGraph& g = graphs[i];
     const trace::TraceLinks& links = trace::links_of(t);
-    analysis::DependencyGraph g = analysis::build_dependency_graph(t, links);
     RankWhatIf rank;
     std::vector<std::string> window_warnings;
     const auto windows = analysis::path_windows(t, links, g, window_warnings);
@@ -193,7 +227,8 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
                        {"stage", p.stage},
                        {"start_us", round3(us(p.start_ns))},
                        {"length_us", round3(us(p.length_ns()))},
-                       {"breakdown", breakdown_json(p.by_category, p.length_ns())}});
+                       {"breakdown", breakdown_json(p.by_category, p.length_ns())},
+                       {"collective_wait_us", round3(us(p.collective_wait_ns))}});
     }
     nlohmann::json idle = nlohmann::json::array();
     for (const auto& i : r.idle) {
@@ -233,6 +268,7 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
          {"iterations", r.paths.empty() ? 0 : r.paths.size() - 1},
          {"path_us", round3(us(len))},
          {"breakdown", breakdown_json(totals, len)},
+         {"collective_wait_us", round3(us(collective_wait(r)))},
          {"paths", paths},
          {"ops", shares_json(r.ops, whole_len, gpu_total(r), 50)},
          {"kernels", shares_json(r.kernels, whole_len, gpu_total(r), 50)},
@@ -261,10 +297,13 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
            {"launch_after_start", gs.launch_after_start},
            {"overlapping_spans", gs.overlapping_spans},
            {"cycle_edges_dropped", gs.cycle_edges_dropped},
-           {"back_to_back_gap_us", round3(us(gs.back_to_back_gap_ns))}}},
+           {"back_to_back_gap_us", round3(us(gs.back_to_back_gap_ns))},
+           {"cross_rank_edges", gs.cross_rank_edges}}},
          {"warnings", r.warnings}});
   }
   return {{"ranks", ranks},
+          {"cross_rank_matched", outcome.cross_rank_matched},
+          {"warnings", outcome.warnings},
           {"ingest_seconds", outcome.ingest_seconds},
           {"analysis_seconds", outcome.analysis_seconds}};
 }
@@ -285,6 +324,9 @@ std::string console_text(const WhatIfOutcome& outcome) {
                            analysis::to_string(static_cast<PathCategory>(c)), pct(totals[c], len));
     }
     s += "  " + parts + "\n";
+    if (r.graph.cross_rank_edges > 0)
+      s += fmt::format("  collectives linked to the other ranks: {}; waiting for the last rank: {:.1f} us of the path\n",
+                       r.graph.cross_rank_edges, us(collective_wait(r)));
     const auto& ls = r.launch;
     s += fmt::format(
         "  launches: {} | launch→start p50 {:.1f} us, p90 {:.1f} us | launch call p50 {:.1f} us | "

@@ -17,7 +17,10 @@
 namespace magpie::jobs {
 
 struct WhatIfRequest {
-  std::filesystem::path trace_path;
+  std::filesystem::path trace_path;  // a file, or a folder of one job's rank traces
+  // More rank traces of the same job: with several ranks, their collectives
+  // are linked across ranks (analysis/critical_path_ranks.hpp).
+  std::vector<std::filesystem::path> other_ranks;
   std::vector<std::string> scenarios;  // analysis::parse_scenario syntax
   trace::IngestOptions ingest;
   std::filesystem::path output_dir;  // empty: write nothing
@@ -36,6 +39,8 @@ struct RankWhatIf {
 
 struct WhatIfOutcome {
   std::vector<RankWhatIf> ranks;
+  size_t cross_rank_matched = 0;  // collective kernels linked across ranks
+  std::vector<std::string> warnings;
   std::vector<std::filesystem::path> files;
   double ingest_seconds = 0;
   double analysis_seconds = 0;  // graph + paths + scenarios + bounds, all ranks

@@ -113,6 +113,44 @@ def test_calibration_to_a_measured_step_moves_the_bottleneck(magpie):
     assert "slower under the profiler" in r.stdout
 
 
+SENDRECV = [shared_traces() / "public" / f"hta__sendrecv-rank-{r}.json.gz" for r in (0, 1)]
+
+
+def test_two_ranks_link_the_collectives_that_end_together(magpie, tmp_path):
+    """HTA's two-rank send/recv pair (a sampled window of a 128-rank job): the NCCL kernels of
+    rank 0 and rank 1 that complete together (each the other's nearest by end, within 50 us or 1%
+    of the shorter kernel) are one collective; counted here from the raw JSON, they must be the
+    ones linked. Given as two files or as a folder."""
+    for p in SENDRECV:
+        need(p)
+    calls = []
+    for p in SENDRECV:
+        calls.append([(e["ts"], e["ts"] + e["dur"]) for e in events(p)
+                      if e.get("cat") == "kernel" and "nccl" in e.get("name", "").lower()])
+    nearest = lambda end, cs: min(cs, key=lambda c: abs(c[1] - end))
+    pairs = 0
+    for a in calls[0]:
+        b = nearest(a[1], calls[1])
+        tolerance = max(50, min(a[1] - a[0], b[1] - b[0]) / 100)
+        pairs += abs(a[1] - b[1]) <= tolerance and nearest(b[1], calls[0]) == a
+    assert pairs == 5
+    r = run(magpie, *SENDRECV, "--json", "--scenario", "wait:0")
+    out = json.loads(r.stdout)
+    assert out["cross_rank_matched"] == 2 * pairs
+    assert [rk["graph"]["cross_rank_edges"] for rk in out["ranks"]] == [pairs, pairs]
+    assert all(rk["whatif"][0]["matched"] == pairs for rk in out["ranks"])
+    assert "have no partner" in r.stderr  # the other 10 kernels: other groups of the 128-rank job
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for p in SENDRECV:
+        (folder / p.name).symlink_to(p)
+    again = json.loads(run(magpie, folder, "--json").stdout)
+    assert again["cross_rank_matched"] == 2 * pairs
+    # One rank alone: nothing to link, and wait:0 says why.
+    alone = run(magpie, SENDRECV[0], "--scenario", "wait:0")
+    assert "no collective of this rank was matched" in alone.stderr
+
+
 def test_outputs_are_written_and_agree_with_stdout(magpie, tmp_path):
     need(GRAPH_REPLAY)
     out = tmp_path / "whatif"

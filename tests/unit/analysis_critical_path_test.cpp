@@ -9,6 +9,7 @@
 
 #include "analysis/critical_path.hpp"
 #include "analysis/critical_path_graph.hpp"
+#include "analysis/critical_path_ranks.hpp"
 #include "analysis/critical_path_whatif.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -216,6 +217,50 @@ TEST(WhatIfCalibration, NothingAskedChangesNothing) {
   const Calibration c = calibrate(a.graph, a.windows, {});
   EXPECT_FALSE(c.applied);
   EXPECT_EQ(a.graph.cost_ns, before);
+}
+
+// Two ranks, one all-reduce. Rank 0 launches at once and its kernel starts at
+// 5 but cannot finish before rank 1 arrives (its host works until 75; kernel
+// from 80); both end at 105 after 25 us of transfer. Each rank then syncs.
+const char* kRank0 = R"J({"traceEvents":[
+  {"ph":"X","cat":"cpu_op","name":"c10d::allreduce_","pid":1,"tid":1,"ts":0,"dur":3,"args":{"External id":1}},
+  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":2,"args":{"External id":1,"correlation":1}},
+  {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":5,"dur":100,"args":{"device":0,"stream":7,"correlation":1,"External id":1}},
+  {"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":3,"dur":103,"args":{"correlation":2}}]})J";
+const char* kRank1 = R"J({"traceEvents":[
+  {"ph":"X","cat":"cpu_op","name":"aten::busy","pid":1,"tid":1,"ts":0,"dur":75,"args":{"External id":1}},
+  {"ph":"X","cat":"cpu_op","name":"c10d::allreduce_","pid":1,"tid":1,"ts":75,"dur":3,"args":{"External id":2}},
+  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":76,"dur":2,"args":{"External id":2,"correlation":1}},
+  {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":80,"dur":25,"args":{"device":0,"stream":7,"correlation":1,"External id":2}},
+  {"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":78,"dur":28,"args":{"correlation":2}}]})J";
+
+TEST(CrossRank, TheRankThatArrivesFirstWaitsAndOnlyTheLastOneCanGain) {
+  Analysed r0 = analyse(kRank0), r1 = analyse(kRank1);
+  std::vector<const trace::Trace*> traces{&r0.trace, &r1.trace};
+  std::vector<DependencyGraph*> graphs{&r0.graph, &r1.graph};
+  const CrossRankSummary linked = link_ranks(traces, graphs);
+  EXPECT_EQ(linked.matched_calls, 2u);
+  EXPECT_EQ(linked.unmatched_calls, 0u);
+  // Re-timing the linked graphs still gives back both traces.
+  for (const Analysed* a : {&r0, &r1}) {
+    const Schedule s = retime(a->graph);
+    EXPECT_EQ(s.end_ns, a->graph.end_ns);
+  }
+  // Rank 0's path: of the collective's 100 us, 75 were waiting for rank 1.
+  const CriticalPathReport rep0 = analyze_critical_path(r0.trace, trace::links_of(r0.trace), r0.graph, r0.windows);
+  EXPECT_EQ(rep0.paths[0].collective_wait_ns, 75'000);
+  EXPECT_EQ(cat_us(rep0.paths[0], PathCategory::kCollective), 100);
+  // If rank 1 had arrived with rank 0, rank 0 would end 75 us sooner; its own
+  // host time does not matter, rank 1's does.
+  EXPECT_EQ(what_if(r0.trace, r0.graph, r0.windows, parse_scenario("wait:0")).gain_ns(), 75'000);
+  EXPECT_EQ(what_if(r0.trace, r0.graph, r0.windows, parse_scenario("cpu:2x")).gain_ns(), 0);
+  EXPECT_EQ(what_if(r1.trace, r1.graph, r1.windows, parse_scenario("wait:0")).gain_ns(), 0);
+  EXPECT_GT(what_if(r1.trace, r1.graph, r1.windows, parse_scenario("cpu:2x")).gain_ns(), 30'000);
+  // Unlinked, a rank's collective is just its kernel time.
+  Analysed alone = analyse(kRank0);
+  const auto w = what_if(alone.trace, alone.graph, alone.windows, parse_scenario("wait:0"));
+  EXPECT_EQ(w.matched, 0u);
+  ASSERT_FALSE(w.warnings.empty());
 }
 
 TEST(WhatIf, ScenarioSyntax) {
