@@ -125,6 +125,27 @@ std::string input_dims(const trace::Trace& t, size_t row) {
   return std::string(t.str(e.op_details[e.detail[row]].input_dims));
 }
 
+bool has_dims(const trace::Trace& t, size_t row) {
+  const auto& e = t.events;
+  return e.category[row] == Category::kCpuOp && e.detail[row] != trace::kNoDetail &&
+         e.detail[row] < e.op_details.size() && e.op_details[e.detail[row]].input_dims != trace::kEmptyString;
+}
+
+// Normalised names by string id: each distinct name is normalised once.
+class NameCache {
+ public:
+  explicit NameCache(const trace::Trace& t) : t_(t) {}
+  const std::string& operator()(trace::StringId id) {
+    auto [it, fresh] = names_.try_emplace(id);
+    if (fresh) it->second = normalised_name(t_.str(id));
+    return it->second;
+  }
+
+ private:
+  const trace::Trace& t_;
+  std::unordered_map<trace::StringId, std::string> names_;
+};
+
 // The innermost op (cpu_op or annotation) at or above a CPU row.
 int32_t op_at_or_above(const trace::Trace& t, const trace::TraceLinks& links, int32_t r) {
   while (r >= 0 && !is_op(t.events.category[static_cast<size_t>(r)])) r = links.parent[static_cast<size_t>(r)];
@@ -139,7 +160,9 @@ void collect(const trace::Trace& t, bool use_shapes, Side& side) {
   std::vector<int32_t> place_of(n, -1);  // index into keys
   std::vector<std::string> keys, paths;  // per place id: map key, "parent > name" path
   std::vector<int> depth_of;
+  std::vector<Side::Place*> place_list;  // per place id
   std::unordered_map<std::string, int32_t> id_of_key;
+  NameCache norm(t);
   std::vector<int32_t> chain;
   std::vector<int64_t> gpu_of_row(n, 0);
   // GPU work, charged to its launching op and every op around it.
@@ -161,7 +184,7 @@ void collect(const trace::Trace& t, bool use_shapes, Side& side) {
       const auto r = static_cast<size_t>(*it);
       const int32_t up = op_at_or_above(t, links, links.parent[r]);
       const std::string parent = up < 0 ? std::string() : paths[static_cast<size_t>(place_of[static_cast<size_t>(up)])];
-      const std::string name = normalised_name(t.name(r));
+      const std::string& name = norm(e.name[r]);
       const std::string shapes = use_shapes ? input_dims(t, r) : std::string();
       std::string key = parent + '\x1f' + name + '\x1f' + shapes;
       auto [at, fresh] = id_of_key.try_emplace(key, static_cast<int32_t>(keys.size()));
@@ -175,7 +198,7 @@ void collect(const trace::Trace& t, bool use_shapes, Side& side) {
         p.shapes = input_dims(t, r);
         p.depth = depth_of.back();
         p.first = side.places.size();
-        side.places.emplace(key, std::move(p));
+        place_list.push_back(&side.places.emplace(key, std::move(p)).first->second);
       }
       place_of[r] = at->second;
     }
@@ -184,9 +207,9 @@ void collect(const trace::Trace& t, bool use_shapes, Side& side) {
   for (size_t r = 0; r < n; ++r) {
     if (!is_op(e.category[r]) || e.phase[r] != trace::Phase::kComplete) continue;
     ++side.summary.ops;
-    if (!input_dims(t, r).empty()) ++side.shaped_ops;
+    if (has_dims(t, r)) ++side.shaped_ops;
     const int32_t id = place(static_cast<int32_t>(r));
-    auto& p = side.places[keys[static_cast<size_t>(id)]];
+    auto& p = *place_list[static_cast<size_t>(id)];
     ++p.calls;
     p.host_ns += e.dur_ns[r];
     p.gpu_ns += gpu_of_row[r];
@@ -199,8 +222,7 @@ void collect(const trace::Trace& t, bool use_shapes, Side& side) {
       op = -1;
     const int32_t id = op < 0 ? -1 : place(op);
     const std::string op_key = id < 0 ? std::string("(no op)") : keys[static_cast<size_t>(id)];
-    const std::string name = normalised_name(t.name(r));
-    auto [it, fresh] = side.kernels.try_emplace(op_key + '\x1f' + name);
+    auto [it, fresh] = side.kernels.try_emplace(op_key + '\x1f' + norm(e.name[r]));
     auto& k = it->second;
     if (fresh) {
       k.name = std::string(t.name(r));
@@ -255,6 +277,19 @@ void summarise_path(const trace::Trace& t, Side& side, std::vector<std::string>&
   s.mean_step_ns = total / static_cast<int64_t>(by_length.size());
 }
 
+void fill_before(KernelDiffRow& row, const Side::KernelGroup& k) {
+  row.name_before = k.name;
+  row.op_before = k.op;
+  row.calls_before = k.calls;
+  row.gpu_before_ns = k.gpu_ns;
+}
+void fill_after(KernelDiffRow& row, const Side::KernelGroup& k) {
+  row.name_after = k.name;
+  row.op_after = k.op;
+  row.calls_after = k.calls;
+  row.gpu_after_ns = k.gpu_ns;
+}
+
 bool changed(int64_t a, int64_t b, const TraceDiffOptions& o) {
   const int64_t d = std::llabs(b - a);
   return d > o.changed_min_ns && static_cast<double>(d) > o.changed_fraction * static_cast<double>(std::max(a, b));
@@ -295,8 +330,8 @@ TraceDiff diff_traces(const trace::Trace& before, const trace::Trace& after, con
   summarise_path(after, a, d.warnings, "AFTER");
   // Shapes decide a match only when both sides recorded them.
   size_t shaped_b = 0, shaped_a = 0;
-  for (size_t r = 0; r < before.events.size(); ++r) shaped_b += !input_dims(before, r).empty();
-  for (size_t r = 0; r < after.events.size(); ++r) shaped_a += !input_dims(after, r).empty();
+  for (size_t r = 0; r < before.events.size(); ++r) shaped_b += has_dims(before, r);
+  for (size_t r = 0; r < after.events.size(); ++r) shaped_a += has_dims(after, r);
   d.shapes_used = shaped_b > 0 && shaped_a > 0;
   if (!d.shapes_used && (shaped_b > 0 || shaped_a > 0))
     d.warnings.push_back(fmt::format(
@@ -371,27 +406,21 @@ TraceDiff diff_traces(const trace::Trace& before, const trace::Trace& after, con
 
   // Kernels: matched by launching place and name; then unmatched ones of one
   // name pair up across places (moved).
-  std::vector<KernelDiffRow> removed, added;
+  std::vector<KernelDiffRow> removed;
+  std::vector<const Side::KernelGroup*> added;
   std::vector<std::pair<size_t, std::string>> korder;
   for (const auto& [key, k] : b.kernels) korder.emplace_back(k.first, key);
   std::sort(korder.begin(), korder.end());
   for (const auto& [first, key] : korder) {
-    const auto& kb = b.kernels.at(key);
     KernelDiffRow row;
-    row.name_before = kb.name;
-    row.op_before = kb.op;
-    row.calls_before = kb.calls;
-    row.gpu_before_ns = kb.gpu_ns;
+    fill_before(row, b.kernels.at(key));
     const auto ia = a.kernels.find(key);
     if (ia == a.kernels.end()) {
       row.status = DiffStatus::kRemoved;
       removed.push_back(std::move(row));
       continue;
     }
-    row.name_after = ia->second.name;
-    row.op_after = ia->second.op;
-    row.calls_after = ia->second.calls;
-    row.gpu_after_ns = ia->second.gpu_ns;
+    fill_after(row, ia->second);
     row.status = row.calls_before != row.calls_after || changed(row.gpu_before_ns, row.gpu_after_ns, options)
                      ? DiffStatus::kChanged
                      : DiffStatus::kUnchanged;
@@ -401,33 +430,26 @@ TraceDiff diff_traces(const trace::Trace& before, const trace::Trace& after, con
   for (const auto& [key, k] : a.kernels)
     if (!b.kernels.count(key)) korder.emplace_back(k.first, key);
   std::sort(korder.begin(), korder.end());
-  for (const auto& [first, key] : korder) {
-    const auto& ka = a.kernels.at(key);
-    KernelDiffRow row;
-    row.name_after = ka.name;
-    row.op_after = ka.op;
-    row.calls_after = ka.calls;
-    row.gpu_after_ns = ka.gpu_ns;
-    row.status = DiffStatus::kAdded;
-    added.push_back(std::move(row));
-  }
+  for (const auto& [first, key] : korder) added.push_back(&a.kernels.at(key));
   std::vector<bool> taken(added.size(), false);
   for (auto& r : removed) {
     const std::string name = normalised_name(r.name_before);
     for (size_t i = 0; i < added.size(); ++i) {
-      if (taken[i] || normalised_name(added[i].name_after) != name) continue;
+      if (taken[i] || normalised_name(added[i]->name) != name) continue;
       taken[i] = true;
-      r.name_after = added[i].name_after;
-      r.op_after = added[i].op_after;
-      r.calls_after = added[i].calls_after;
-      r.gpu_after_ns = added[i].gpu_after_ns;
+      fill_after(r, *added[i]);
       r.status = DiffStatus::kMoved;
       break;
     }
     d.kernels.push_back(std::move(r));
   }
-  for (size_t i = 0; i < added.size(); ++i)
-    if (!taken[i]) d.kernels.push_back(std::move(added[i]));
+  for (size_t i = 0; i < added.size(); ++i) {
+    if (taken[i]) continue;
+    KernelDiffRow row;
+    fill_after(row, *added[i]);
+    row.status = DiffStatus::kAdded;
+    d.kernels.push_back(std::move(row));
+  }
   std::stable_sort(d.kernels.begin(), d.kernels.end(), [](const KernelDiffRow& x, const KernelDiffRow& y) {
     return std::llabs(x.gpu_after_ns - x.gpu_before_ns) > std::llabs(y.gpu_after_ns - y.gpu_before_ns);
   });
