@@ -115,6 +115,7 @@ struct Side {
   size_t shaped_ops = 0;
   SideSummary summary;
   CriticalPathReport report;
+  std::vector<NameShare> step_ops;  // path time per op name on the median iteration's path
 };
 
 std::string input_dims(const trace::Trace& t, size_t row) {
@@ -274,6 +275,17 @@ void summarise_path(const trace::Trace& t, Side& side, std::vector<std::string>&
   s.median_step_ns = median.length_ns();
   s.median_step = median.label;
   s.step = median.by_category;
+  std::map<std::string, NameShare> ops;
+  for (const auto& piece : median.pieces) {
+    auto& o = ops[node_name(t, g, piece.node)];
+    o.path_ns += piece.end_ns - piece.start_ns;
+    if (piece.node != kNoNode && g.kind[static_cast<size_t>(piece.node)] == NodeKind::kGpu)
+      o.path_gpu_ns += piece.end_ns - piece.start_ns;
+  }
+  for (auto& [name, o] : ops) {
+    o.name = name;
+    side.step_ops.push_back(std::move(o));
+  }
   s.mean_step_ns = total / static_cast<int64_t>(by_length.size());
 }
 
@@ -456,6 +468,7 @@ TraceDiff diff_traces(const trace::Trace& before, const trace::Trace& after, con
 
   d.path_ops = share_deltas(b.report.ops, a.report.ops);
   d.path_kernels = share_deltas(b.report.kernels, a.report.kernels);
+  if (d.before.iterations && d.after.iterations) d.path_ops_step = share_deltas(b.step_ops, a.step_ops);
   return d;
 }
 

@@ -98,8 +98,10 @@ struct TraceDiff {
   SideSummary before, after;
   std::vector<OpDiffRow> ops;          // most change first
   std::vector<KernelDiffRow> kernels;  // most change first
-  std::vector<PathShareDelta> path_ops;      // most |Δ path time| first
+  std::vector<PathShareDelta> path_ops;      // whole window, most |Δ path time| first
   std::vector<PathShareDelta> path_kernels;
+  // Op names on the median iterations' paths (gpu_*_ns: 0); empty unless both sides have iterations.
+  std::vector<PathShareDelta> path_ops_step;
   bool shapes_used = true;  // false: a side recorded no shapes, ops matched without them
   std::vector<std::string> warnings;
 

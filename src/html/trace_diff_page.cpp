@@ -71,16 +71,21 @@ Page trace_diff_page(const analysis::TraceDiff& d) {
             {}};
     std::vector<std::string> labels;
     std::vector<Series> series{{"before", {}}, {"after", {}}};
-    for (const auto& p : d.path_ops) {
+    const bool step_ops = !d.path_ops_step.empty();
+    for (const auto& p : step_ops ? d.path_ops_step : d.path_ops) {
       if (t.rows.size() >= 15 || p.delta_ns() == 0) break;
       t.rows.push_back({p.name, format_number(us(p.path_before_ns)), format_number(us(p.path_after_ns)),
-                        delta_us(p.delta_ns()), format_number(us(p.gpu_before_ns)), format_number(us(p.gpu_after_ns))});
+                        delta_us(p.delta_ns()), step_ops ? "" : format_number(us(p.gpu_before_ns)),
+                        step_ops ? "" : format_number(us(p.gpu_after_ns))});
       labels.push_back(shorten(p.name, 60));
       series[0].values.push_back(us(p.path_before_ns));
       series[1].values.push_back(us(p.path_after_ns));
     }
     Section s{"Ops whose critical-path time changed most",
-              "Time each op (by name) spent on the whole window's critical path, before beside after.", {}, {}};
+              step_ops ? "Time each op (by name) spent on the median iteration's critical path, before beside after."
+                       : "Time each op (by name) spent on the whole window's critical path, before beside after.",
+              {},
+              {}};
     if (!labels.empty())
       s.charts.push_back(bar_chart("Time on the critical path", "Before beside after; µs.", labels, series, "µs"));
     s.tables.push_back(std::move(t));

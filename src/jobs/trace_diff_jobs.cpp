@@ -156,16 +156,19 @@ nlohmann::json report_json(const TraceDiffOutcome& outcome, size_t rows) {
                        {"gpu_before_us", round3(us(k.gpu_before_ns))},
                        {"gpu_after_us", round3(us(k.gpu_after_ns))}});
   }
-  auto shares = [](const std::vector<analysis::PathShareDelta>& v) {
+  auto shares = [](const std::vector<analysis::PathShareDelta>& v, bool gpu) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& s : v) {
       if (j.size() >= 20) break;
-      j.push_back({{"name", s.name},
-                   {"path_before_us", round3(us(s.path_before_ns))},
-                   {"path_after_us", round3(us(s.path_after_ns))},
-                   {"path_delta_us", round3(us(s.delta_ns()))},
-                   {"gpu_before_us", round3(us(s.gpu_before_ns))},
-                   {"gpu_after_us", round3(us(s.gpu_after_ns))}});
+      nlohmann::json e = {{"name", s.name},
+                          {"path_before_us", round3(us(s.path_before_ns))},
+                          {"path_after_us", round3(us(s.path_after_ns))},
+                          {"path_delta_us", round3(us(s.delta_ns()))}};
+      if (gpu) {
+        e["gpu_before_us"] = round3(us(s.gpu_before_ns));
+        e["gpu_after_us"] = round3(us(s.gpu_after_ns));
+      }
+      j.push_back(std::move(e));
     }
     return j;
   };
@@ -196,8 +199,9 @@ nlohmann::json report_json(const TraceDiffOutcome& outcome, size_t rows) {
           {"end_to_end", e2e},
           {"shapes_used", d.shapes_used},
           {"counts", counts},
-          {"critical_path_ops", shares(d.path_ops)},
-          {"critical_path_kernels", shares(d.path_kernels)},
+          {"critical_path_ops", shares(d.path_ops, true)},
+          {"critical_path_kernels", shares(d.path_kernels, true)},
+          {"critical_path_ops_median_step", shares(d.path_ops_step, false)},
           {"ops", ops},
           {"kernels", kernels},
           {"warnings", d.warnings},
@@ -238,13 +242,14 @@ std::string console_text(const TraceDiffOutcome& outcome, size_t rows) {
                                   {"change (us)", true}},
                                  table);
   table.clear();
-  for (const auto& p : d.path_ops) {
+  const bool step_ops = !d.path_ops_step.empty();
+  for (const auto& p : step_ops ? d.path_ops_step : d.path_ops) {
     if (table.size() >= 10 || p.delta_ns() == 0) break;
     table.push_back({p.name, fmt::format("{:.1f}", us(p.path_before_ns)), fmt::format("{:.1f}", us(p.path_after_ns)),
                      signed_us(p.delta_ns())});
   }
   if (!table.empty())
-    s += "\n" + report::render_text_table({{"op (time on the whole window's critical path)", false, 56},
+    s += "\n" + report::render_text_table({{step_ops ? "op (time on the median iteration's critical path)" : "op (time on the whole window's critical path)", false, 56},
                                            {"before (us)", true},
                                            {"after (us)", true},
                                            {"change (us)", true}},

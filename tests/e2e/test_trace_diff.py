@@ -78,6 +78,11 @@ def test_eager_vs_cuda_graphs_names_the_ops_that_changed_and_the_end_to_end_delt
     for key, total in (("window_breakdown", e2e["window_delta_us"]), ("median_step_breakdown", e2e["median_step_delta_us"])):
         assert sum(c["delta_us"] for c in e2e[key].values()) == pytest.approx(total, abs=0.01)
     assert e2e["median_step_breakdown"]["cpu"]["delta_us"] < 0  # less host work per call
+    # ... and by op: the median call's path time per op covers the call; aten::addmm, whose host
+    # time the graph replaces, is the largest drop.
+    step_ops = d["critical_path_ops_median_step"]
+    assert sum(o["path_delta_us"] for o in step_ops) == pytest.approx(e2e["median_step_delta_us"], abs=0.05)
+    assert min(step_ops, key=lambda o: o["path_delta_us"])["name"] == "aten::addmm"
 
     # The ops that changed, with per-op totals recounted from the raw JSON.
     ops = d["ops"]

@@ -117,6 +117,11 @@ TEST(TraceDiff, OpsMatchByPlaceAndKernelsByTheirLaunchingOp) {
   for (size_t c = 0; c < kPathCategories; ++c) parts += d.after.step[c] - d.before.step[c];
   EXPECT_EQ(parts, d.after.median_step_ns - d.before.median_step_ns);
   EXPECT_EQ(d.before.median_step, "ProfilerStep#7");
+  // The median iteration's path time per op covers the iteration: its changes sum to the same.
+  ASSERT_FALSE(d.path_ops_step.empty());
+  int64_t by_op = 0;
+  for (const auto& p : d.path_ops_step) by_op += p.delta_ns();
+  EXPECT_EQ(by_op, d.after.median_step_ns - d.before.median_step_ns);
   EXPECT_TRUE(d.warnings.empty()) << d.warnings.front();
 }
 
@@ -151,6 +156,7 @@ void expect_no_change(const TraceDiff& d) {
     EXPECT_EQ(k.gpu_before_ns, k.gpu_after_ns) << k.name();
   }
   for (const auto& p : d.path_ops) EXPECT_EQ(p.delta_ns(), 0) << p.name;
+  for (const auto& p : d.path_ops_step) EXPECT_EQ(p.delta_ns(), 0) << p.name;
   EXPECT_EQ(d.before.window_ns, d.after.window_ns);
   EXPECT_EQ(d.before.window, d.after.window);
   EXPECT_EQ(d.before.median_step_ns, d.after.median_step_ns);
