@@ -375,6 +375,10 @@ TraceDiff diff_traces(const trace::Trace& before, const trace::Trace& after, con
     d.warnings.push_back(fmt::format("only {} has iteration annotations (ProfilerStep#N or step annotations): "
                                      "compare the whole window",
                                      d.before.iterations ? "BEFORE" : "AFTER"));
+  else if (d.before.iterations != d.after.iterations)
+    d.warnings.push_back(fmt::format("BEFORE has {} iterations and AFTER {}: the median iterations may be of "
+                                     "different phases (warm-up, prefill, decode)",
+                                     d.before.iterations, d.after.iterations));
 
   // Ops: union of places, in BEFORE's order, then AFTER's new ones.
   std::vector<std::pair<size_t, std::string>> order;

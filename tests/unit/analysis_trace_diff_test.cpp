@@ -198,6 +198,14 @@ TEST(TraceDiff, BadPairsWarnAndGivePartialResults) {
   EXPECT_EQ(op(d, "aten::linear")->calls_after, 1u);  // matched without shapes
   EXPECT_TRUE(std::all_of(d.kernels.begin(), d.kernels.end(),
                           [](const KernelDiffRow& k) { return k.status == DiffStatus::kRemoved; }));
+  // One step against two: the medians may be of different phases.
+  const std::string two_steps = std::string(kBefore).replace(std::string(kBefore).find("\n  {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\""), 0,
+      "\n  {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#8\",\"pid\":1,\"tid\":1,\"ts\":400,\"dur\":50},");
+  const TraceDiff steps = diff_traces(gpu, parse(two_steps));
+  EXPECT_EQ(steps.after.iterations, 2u) << two_steps;
+  EXPECT_TRUE(std::any_of(steps.warnings.begin(), steps.warnings.end(), [](const std::string& w) {
+    return w.find("BEFORE has 1 iterations and AFTER 2") != std::string::npos;
+  })) << ::testing::PrintToString(steps.warnings);
   // An empty trace: warnings, no crash.
   const trace::Trace empty = parse(R"J({"traceEvents":[]})J");
   const TraceDiff e = diff_traces(empty, gpu);
