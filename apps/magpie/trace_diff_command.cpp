@@ -27,6 +27,7 @@ void TraceDiffCommand::register_with(CLI::App& app) {
   sub_->add_option("-o,--output-dir", output_dir_, "Write trace_diff.json, the CSVs and trace_diff.html here");
   sub_->add_flag("--json", json_, "Print trace_diff.json on stdout instead of the tables");
   sub_->add_option("--rows", rows_, "Changed ops and kernels listed on the console")->capture_default_str();
+  sub_->add_option("--rank", rank_, "Merged multi-rank traces: compare this rank (default: the first)");
   sub_->add_option("--threads", threads_, "Ingest threads (0 = all cores)");
 }
 
@@ -35,6 +36,7 @@ int TraceDiffCommand::run(bool verbose) {
   request.before = before_;
   request.after = after_;
   request.output_dir = output_dir_;
+  request.rank = rank_;
   request.ingest.threads = threads_;
   jobs::JobContext context = command_context(verbose);
   auto progress = attach_progress(context);

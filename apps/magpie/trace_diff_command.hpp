@@ -20,6 +20,7 @@ class TraceDiffCommand {
   std::string output_dir_;
   bool json_ = false;
   size_t rows_ = 15;
+  int rank_ = -1;
   unsigned threads_ = 0;
 };
 

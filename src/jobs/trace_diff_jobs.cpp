@@ -26,14 +26,26 @@ double pct_change(int64_t before, int64_t after) {
 }
 const char* category_name(size_t c) { return analysis::to_string(static_cast<PathCategory>(c)); }
 
-trace::Trace load_one(const std::filesystem::path& path, const trace::IngestOptions& ingest, const char* which,
-                      std::vector<std::string>& warnings) {
+trace::Trace load_one(const std::filesystem::path& path, const trace::IngestOptions& ingest, int rank,
+                      const char* which, std::vector<std::string>& warnings) {
   std::vector<trace::Trace> ranks = trace::load_trace_ranks(path, ingest);
-  if (ranks.size() > 1)
-    warnings.push_back(fmt::format("{} ({}) holds {} ranks: the diff compares its first (rank {})", which,
-                                   path.string(), ranks.size(), ranks[0].rank));
-  for (const auto& w : ranks[0].warnings) warnings.push_back(fmt::format("{}: {}", which, w));
-  trace::Trace t = std::move(ranks[0]);
+  size_t pick = 0;
+  if (rank >= 0 && ranks.size() > 1) {
+    std::string held;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      held += fmt::format("{}{}", held.empty() ? "" : ", ", ranks[i].rank);
+      if (ranks[i].rank == rank) pick = i;
+    }
+    if (ranks[pick].rank != rank)
+      throw Error(ErrorKind::kUsage, fmt::format("{} ({}) holds ranks {}, not rank {}: pass one of them to --rank",
+                                                 which, path.string(), held, rank));
+  } else if (ranks.size() > 1) {
+    warnings.push_back(fmt::format("{} ({}) holds {} ranks: the diff compares its first (rank {}); --rank N "
+                                   "picks another",
+                                   which, path.string(), ranks.size(), ranks[0].rank));
+  }
+  for (const auto& w : ranks[pick].warnings) warnings.push_back(fmt::format("{}: {}", which, w));
+  trace::Trace t = std::move(ranks[pick]);
   trace::links_of(t);
   return t;
 }
@@ -104,10 +116,10 @@ TraceDiffOutcome run_trace_diff(const TraceDiffRequest& request, const JobContex
   std::vector<std::string> load_warnings;
   auto t0 = std::chrono::steady_clock::now();
   context.report(0, 4, fmt::format("reading {}", request.before.string()));
-  trace::Trace before = load_one(request.before, request.ingest, "BEFORE", load_warnings);
+  trace::Trace before = load_one(request.before, request.ingest, request.rank, "BEFORE", load_warnings);
   if (context.cancelled()) throw Error(ErrorKind::kCancelled, "trace-diff cancelled");
   context.report(1, 4, fmt::format("reading {}", request.after.string()));
-  trace::Trace after = load_one(request.after, request.ingest, "AFTER", load_warnings);
+  trace::Trace after = load_one(request.after, request.ingest, request.rank, "AFTER", load_warnings);
   auto t1 = std::chrono::steady_clock::now();
   out.ingest_seconds = std::chrono::duration<double>(t1 - t0).count();
   if (context.cancelled()) throw Error(ErrorKind::kCancelled, "trace-diff cancelled");

@@ -18,6 +18,7 @@ struct TraceDiffRequest {
   std::filesystem::path before, after;
   trace::IngestOptions ingest;
   std::filesystem::path output_dir;  // empty: write nothing
+  int rank = -1;                     // a merged multi-rank file: compare this rank (-1: the first)
   analysis::TraceDiffOptions options;
 };
 
@@ -28,7 +29,8 @@ struct TraceDiffOutcome {
   double analysis_seconds = 0;
 };
 
-// Throws the loader's errors (naming the file) for an unreadable trace.
+// Throws the loader's errors (naming the file) for an unreadable trace, and
+// Error(kUsage) for a --rank a side does not hold.
 TraceDiffOutcome run_trace_diff(const TraceDiffRequest& request, const JobContext& context);
 
 // trace_diff.json as written; `rows` caps the op and kernel lists (0: all).

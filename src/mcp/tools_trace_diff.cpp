@@ -24,6 +24,7 @@ Tool trace_diff_tool() {
   t.input_schema = s::input({{"before", s::path("Trace before the change (.json/.json.gz)")},
                              {"after", s::path("Trace after the change")},
                              {"output_dir", s::path("Write trace_diff.json and the CSVs here (optional)")},
+                             {"rank", s::integer("Merged multi-rank traces: compare this rank (default: the first)", 0)},
                              {"rows", s::with_default(s::integer("Ops and kernels in the reply (0: all)", 0), 50)}},
                             {"before", "after"});
   t.output_schema = s::object({{"report", s::any_object("trace_diff.json (ops and kernels capped at rows)")},
@@ -34,6 +35,7 @@ Tool trace_diff_tool() {
     request.before = arg<std::string>(call, "before", "");
     request.after = arg<std::string>(call, "after", "");
     request.output_dir = arg<std::string>(call, "output_dir", "");
+    request.rank = static_cast<int>(arg<int64_t>(call, "rank", -1));
     jobs::JobContext context;
     context.face = "mcp";
     context.command_line = call.command_line;

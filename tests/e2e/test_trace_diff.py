@@ -136,6 +136,16 @@ def test_one_model_on_h100_and_mi300_warns_and_matches_what_it_can(magpie):
     assert matched > d["counts"]["ops"]["added"] + d["counts"]["ops"]["removed"], d["counts"]
 
 
+def test_ranks_of_a_merged_trace(magpie):
+    merged = REPO_ROOT / "tests" / "data" / "trace_rules" / "tracefuse_merged_sampled_rank_0_1.json.gz"
+    r = run(magpie, merged, merged, "--json")
+    assert any("holds 2 ranks" in w for w in json.loads(r.stdout)["warnings"])
+    d = json.loads(run(magpie, merged, merged, "--rank", "1", "--json").stdout)
+    assert d["before"]["rank"] == d["after"]["rank"] == 1 and d["counts"]["ops"]["changed"] == 0
+    r = run(magpie, merged, merged, "--rank", "7", check=False)
+    assert r.returncode == 2 and "holds ranks 0, 1, not rank 7" in r.stderr, r.stderr
+
+
 def test_unreadable_input_gets_the_loaders_error_and_exit_code(magpie, tmp_path):
     r = run(magpie, BEFORE, tmp_path / "missing.json.gz", check=False)
     assert r.returncode == 3 and "missing.json.gz" in r.stderr, (r.returncode, r.stderr)
