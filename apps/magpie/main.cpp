@@ -13,6 +13,7 @@
 #include "ray_command.hpp"
 #include "replay_command.hpp"
 #include "results_command.hpp"
+#include "trace_diff_command.hpp"
 #include "tracelens_command.hpp"
 #include "unknown_arguments.hpp"
 #include "whatif_command.hpp"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
       "  magpie tracelens trace.json.gz -o out                      # stage roofline reports\n"
       "  magpie compare naive.cu tiled.cu --type cuda --testcase ./test  # verdicts vs baseline\n"
       "  magpie replay trace.json.gz --top-k 10 -o replay            # hot ops → compare configs\n"
+      "  magpie trace-diff before.json.gz after.json.gz -o diff     # what changed, end to end\n"
       "  magpie -e ray benchmark --trace-dir /shared/traces         # as a job on a Ray cluster\n"
       "  magpie -e ray -w 4 batch sweep.yaml                        # many runs, one summary table\n",
       "magpie"};
@@ -65,6 +67,8 @@ int main(int argc, char** argv) {
   batch.register_with(app);
   magpie::app::WhatIfCommand whatif;
   whatif.register_with(app);
+  magpie::app::TraceDiffCommand trace_diff;
+  trace_diff.register_with(app);
 
   magpie::app::set_command_line(argc, argv);
   try {
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
     if (replay.parsed()) return replay.run(verbose);
     if (mcp.parsed()) return mcp.run(verbose);
     if (whatif.parsed()) return whatif.run(verbose);
+    if (trace_diff.parsed()) return trace_diff.run(verbose);
   } catch (const magpie::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return magpie::exit_code_for(e.kind());

@@ -10,6 +10,7 @@
 
 #include "analysis/gap_analysis.hpp"
 #include "analysis/tracelens_report.hpp"
+#include "analysis/trace_diff.hpp"
 #include "core/verdict.hpp"
 #include "html/html_page.hpp"
 #include "kernel/evaluation.hpp"
@@ -55,6 +56,10 @@ std::string op_change(const std::optional<store::OpCell>& base,
 // against latency over a sweep, a per-request timeline. Throws
 // Error(kNotFound/kBadFormat) naming the file.
 Page serving_page(const std::filesystem::path& workspace);
+
+// `magpie trace-diff`: the critical path by category and the matched ops and
+// kernels, before beside after.
+Page trace_diff_page(const analysis::TraceDiff& diff);
 
 // Renders and writes atomically; returns the path.
 std::filesystem::path write_page(const Page& page, const std::filesystem::path& path);

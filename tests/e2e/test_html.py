@@ -333,3 +333,13 @@ def test_serving_run_with_gpu_monitor(magpie, stub, tmp_path):
     text = report.read_text()
     assert "GPU monitor" in text and "SM clock" in text and "GPU 1" in text
     assert "Power draw" not in text  # the stand-in reports no power: no empty chart
+
+
+def test_trace_diff_of_the_compile_pair(magpie, tmp_path):
+    """`magpie trace-diff -o`: torch.compile default vs reduce-overhead (tests/data/h200_graphs)."""
+    data = REPO_ROOT / "tests" / "data" / "h200_graphs"
+    run(magpie, "trace-diff", data / "compile_default.json.gz", data / "compile_reduce_overhead.json.gz",
+        "-o", tmp_path / "diff")
+    out = tmp_path / "diff" / "trace_diff.html"
+    render(out, tmp_path, "trace_diff", 2)
+    assert "triton_poi_fused_gelu_0" in out.read_text()

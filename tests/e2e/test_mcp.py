@@ -29,7 +29,7 @@ from conftest import REPO_ROOT, shared_traces  # noqa: E402
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
 ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
              "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
-             "get_benchmark_result", "compare_benchmark_reports", "tracelens",
+             "get_benchmark_result", "compare_benchmark_reports", "tracelens", "trace_diff",
              # the Ray tools: called against a real head in test_mcp_ray.py
              "ray_task_status", "ray_task_result", "ray_task_cancel", "ray_task_list", "benchmark_batch"}
 
@@ -317,6 +317,23 @@ def test_gap_analysis_shared_traces(magpie, store_env, tmp_path, files):
                                                      "output_dir": str(tmp_path / "out")}))
     out = check_result(result, tool)
     assert out["report"], out
+
+
+def test_trace_diff_matches_the_cli(magpie, store_env, tmp_path):
+    """The tool is the CLI's job: same end-to-end numbers and files (stdio only: the transport is
+    covered by the tests above)."""
+    data = REPO_ROOT / "tests" / "data" / "h200_graphs"
+    before, after = data / "compile_default.json.gz", data / "compile_reduce_overhead.json.gz"
+    target = StdioServerParameters(command=str(magpie), args=["mcp"], env=store_env)
+    result, tool = run(call(target, "trace_diff", {"before": str(before), "after": str(after),
+                                                   "output_dir": str(tmp_path / "mcp")}))
+    out = check_result(result, tool)
+    cli = json.loads(subprocess.run([str(magpie), "trace-diff", str(before), str(after), "--json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert out["report"]["end_to_end"] == cli["end_to_end"]
+    assert out["report"]["counts"] == cli["counts"]
+    assert (tmp_path / "mcp" / "trace_diff_ops.csv").is_file()
+    assert "median iteration" in result.content[0].text
 
 
 def test_tracelens_example_trace(target, tmp_path):

@@ -39,6 +39,7 @@ Tool suggest_optimizations_tool();
 // tools_jobs.cpp: the long tools (src/jobs)
 Tool gap_analysis_tool();
 Tool tracelens_tool();
+Tool trace_diff_tool();  // tools_trace_diff.cpp
 Tool analyze_tool();
 Tool compare_tool();
 Tool benchmark_tool();
