@@ -38,9 +38,32 @@ constexpr std::string_view kGeForceSpecs =
     "NVIDIA GeForce product page specifications (cores, boost clock, memory)";
 constexpr std::string_view kAdaDerived =
     "derived: SMs x boost clock x the RTX 4090's per-SM tensor rate (Ada whitepaper)";
+// Product pages and workstation datasheets give CUDA cores, not SMs: 128 per
+// GA10x/Ada SM. Where they give no boost clock, it is FP32 TFLOPS / (2 x cores).
+constexpr std::string_view kSmsFromCores =
+    "derived: CUDA cores on the vendor page / 128 per SM (no SM count is stated)";
+constexpr std::string_view kClockFromFp32 =
+    "derived: the datasheet's FP32 TFLOPS / (2 x CUDA cores) (no boost clock is stated)";
 constexpr std::string_view kRtxA6000 = "NVIDIA RTX A6000 datasheet";
 constexpr std::string_view kRtx6000Ada = "NVIDIA RTX 6000 Ada Generation datasheet";
+// Each workstation datasheet prints one tensor figure (with sparsity); the other
+// precisions follow from it by the architecture's fixed per-SM rate ratios.
+constexpr std::string_view kRtxA6000Peaks =
+    "derived: RTX A6000 datasheet's 309.7 tensor TFLOPS (FP16, sparse) halved; TF32 half and "
+    "INT8 twice that (GA102 rate ratios)";
+constexpr std::string_view kRtx6000AdaPeaks =
+    "derived: RTX 6000 Ada datasheet's 1,457 tensor TFLOPS (FP8, sparse) halved; INT8 equal, "
+    "FP16/BF16 half, TF32 a quarter (Ada rate ratios)";
 constexpr std::string_view kA10G = "Amazon EC2 G5 instance specifications (NVIDIA A10G)";
+// AWS states the A10G's memory size only. Its 600 GB/s is NVIDIA's A10 figure:
+// the same GA102 board memory (24 GB GDDR6, 384-bit).
+constexpr std::string_view kA10GBandwidth =
+    "derived: NVIDIA A10 datasheet's 600 GB/s (same 24 GB GDDR6 384-bit memory); AWS states "
+    "no bandwidth";
+// The RTX 4060's AD107 GPU has eight PCIe lanes; NVIDIA's product page says "PCIe
+// Gen 4" without the width (the driver reports x8 as the maximum link width).
+constexpr std::string_view kRtx4060Link =
+    "derived: PCIe Gen4 x8 (AD107 has 8 lanes; the product page states no width)";
 constexpr std::string_view kNotStated = "not stated by the vendor";
 // SM counts NVIDIA's datasheets leave out, as the CUDA driver reports them
 // (cudaDeviceProp::multiProcessorCount, also Kineto's deviceProperties.numSms).
@@ -281,6 +304,10 @@ void workstation_and_geforce(std::vector<GpuSpec>& t) {
     double bw_tbps, clock, tdp, fp32, bf16, tf32, fp8, int8;
     std::string_view peaks_src, board_src;
     std::string note;
+    int pcie_lanes = 16;             // GB/s below: 4 per lane, both ways, as the other PCIe boards
+    std::string_view link_src = {};  // board_src unless the link width is derived
+    std::string_view sms_src = {};    // board_src unless the SM count is derived
+    std::string_view clock_src = {};  // board_src unless the boost clock is derived
   };
   const std::string geforce =
       "GeForce: BF16/FP16 with FP32 accumulate (the FP16-accumulate figure is twice it), "
@@ -292,32 +319,36 @@ void workstation_and_geforce(std::vector<GpuSpec>& t) {
        165.2, 82.6, 330.3, 660.6, kAdaWp, kAdaWp, geforce},
       {"RTX 4090 D", {"GeForce RTX 4090 D", "RTX 4090D", "GeForce RTX 4090D"}, "sm_89", 9, 114, 24,
        "GDDR6X", 1.008, 2520, 425, 73.5, 147.1, 73.5, 294.2, 588.3, kAdaDerived, kGeForceSpecs,
-       geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (NVIDIA publishes none)"},
+       geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (NVIDIA publishes none)",
+       16, {}, kSmsFromCores},
       {"RTX 4080 SUPER", {"GeForce RTX 4080 SUPER"}, "sm_89", 9, 80, 16, "GDDR6X", 0.736, 2550,
        320, 52.2, 104.4, 52.2, 208.9, 417.8, kAdaDerived, kGeForceSpecs,
        geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (INT8 matches NVIDIA's "
-                 "836 sparse AI TOPS halved)"},
+                 "836 sparse AI TOPS halved)",
+       16, {}, kSmsFromCores},
       {"RTX 4060", {"GeForce RTX 4060"}, "sm_89", 9, 24, 8, "GDDR6", 0.272, 2460, 115, 15.1, 30.2,
        15.1, 60.5, 121, kAdaDerived, kGeForceSpecs,
        geforce + "; tensor peaks derived from the RTX 4090's per-SM rate (INT8 matches NVIDIA's "
-                 "242 sparse AI TOPS halved)"},
+                 "242 sparse AI TOPS halved)",
+       8, kRtx4060Link, kSmsFromCores},
       {"RTX A6000", {"NVIDIA RTX A6000"}, "sm_86", 6, 84, 48, "GDDR6", 0.768, 1800, 300, 38.7,
-       154.8, 77.4, 0, 309.7, kRtxA6000, kRtxA6000,
-       std::string(kSparseHalved) + " (full-rate FP32 accumulate on the professional board)"},
+       154.8, 77.4, 0, 309.7, kRtxA6000Peaks, kRtxA6000,
+       std::string(kSparseHalved) + " (full-rate FP32 accumulate on the professional board)",
+       16, {}, kSmsFromCores, kClockFromFp32},
       {"RTX 6000 Ada", {"RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation"}, "sm_89", 9,
-       142, 48, "GDDR6", 0.96, 2505, 300, 91.1, 364.25, 182.1, 728.5, 728.5, kRtx6000Ada,
-       kRtx6000Ada, std::string(kSparseHalved)},
+       142, 48, "GDDR6", 0.96, 2505, 300, 91.1, 364.25, 182.1, 728.5, 728.5, kRtx6000AdaPeaks,
+       kRtx6000Ada, std::string(kSparseHalved), 16, {}, kSmsFromCores, kClockFromFp32},
   };
   for (const auto& b : boards) {
     GpuSpec s = nvidia(b.name, b.aliases, b.arch, 8, b.minor, "PCIe");
-    s.compute_units = f(b.sms, b.board_src);
+    s.compute_units = f(b.sms, b.sms_src.empty() ? b.board_src : b.sms_src);
     s.memory_gb = f(b.mem_gb, b.board_src);
     s.memory_type = b.mem_type;
     s.memory_bandwidth_tbps = f(b.bw_tbps, b.board_src);
-    s.boost_clock_mhz = f(b.clock, b.board_src);
+    s.boost_clock_mhz = f(b.clock, b.clock_src.empty() ? b.board_src : b.clock_src);
     s.tdp_w = f(b.tdp, b.board_src);
-    s.interconnect = "PCIe Gen4 x16";
-    s.interconnect_gbps = f(64, b.board_src);
+    s.interconnect = "PCIe Gen4 x" + std::to_string(b.pcie_lanes);
+    s.interconnect_gbps = f(4.0 * b.pcie_lanes, b.link_src.empty() ? b.board_src : b.link_src);
     std::vector<Peak> list{{P::kBf16, M, b.bf16}, {P::kFp16, M, b.bf16}, {P::kTf32, M, b.tf32},
                            {P::kInt8, M, b.int8}};
     if (b.fp8 > 0) list.push_back({P::kFp8, M, b.fp8});
@@ -333,7 +364,7 @@ void workstation_and_geforce(std::vector<GpuSpec>& t) {
   a10g.compute_units = unknown();
   a10g.memory_gb = f(24, kA10G);
   a10g.memory_type = "GDDR6";
-  a10g.memory_bandwidth_tbps = f(0.6, kA10G);
+  a10g.memory_bandwidth_tbps = f(0.6, kA10GBandwidth);
   a10g.interconnect = "PCIe Gen4 x16";
   a10g.note = "no public compute peaks: pass them with --gpu-arch-file";
   t.push_back(std::move(a10g));

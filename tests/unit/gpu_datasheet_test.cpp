@@ -120,6 +120,36 @@ TEST(GpuDatasheet, WorkstationAndGeForceBoardsResolve) {
   EXPECT_DOUBLE_EQ(find_spec("RTX 3090")->memory_bandwidth_tbps.value, 0.936);
 }
 
+// Checked against vendor documents (docs/GPU_DATASHEET.md, "Sources of the workstation,
+// GeForce and cloud rows"): the RTX 4060's AD107 has eight PCIe lanes, so its host link
+// is Gen4 x8 (32 GB/s both ways), not the x16 (64) the row first carried.
+TEST(GpuDatasheet, Rtx4060HostLinkIsGen4x8) {
+  const GpuSpec* s = find_spec("RTX 4060");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->interconnect, "PCIe Gen4 x8");
+  EXPECT_DOUBLE_EQ(s->interconnect_gbps.value, 32);
+  EXPECT_EQ(s->interconnect_gbps.source.substr(0, 8), "derived:") << s->interconnect_gbps.source;
+  // The x16 boards keep 64 GB/s.
+  EXPECT_EQ(find_spec("RTX 4090")->interconnect, "PCIe Gen4 x16");
+  EXPECT_DOUBLE_EQ(find_spec("RTX 4090")->interconnect_gbps.value, 64);
+}
+
+// AWS states the A10G's memory size only: its bandwidth is derived (NVIDIA A10's
+// figure, same memory system) and says so; no compute peak is published, none is set.
+TEST(GpuDatasheet, A10GBandwidthIsMarkedDerivedAndHasNoComputePeaks) {
+  const GpuSpec* s = find_spec("A10G");
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->memory_bandwidth_tbps.value, 0.6);
+  EXPECT_EQ(s->memory_bandwidth_tbps.source.substr(0, 8), "derived:")
+      << s->memory_bandwidth_tbps.source;
+  EXPECT_DOUBLE_EQ(s->memory_gb.value, 24);
+  for (auto p : {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kInt8}) {
+    auto peak = s->peak(p, ExecUnit::kMatrix);
+    EXPECT_TRUE(!peak || !peak->known());
+  }
+  EXPECT_FALSE(s->compute_units.known());
+}
+
 TEST(GpuDatasheet, UnknownOrAmbiguousNamesSayWhy) {
   auto unknown = find_spec_for_device("AMD Radeon Graphics", 68702699520);
   EXPECT_EQ(unknown.spec, nullptr);
