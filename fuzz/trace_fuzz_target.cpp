@@ -16,6 +16,7 @@
 #include "analysis/graph_capture_alignment.hpp"
 #include "analysis/roofline_table.hpp"
 #include "analysis/stage_splitter.hpp"
+#include "analysis/trace_diff.hpp"
 #include "analysis/tracelens_tables.hpp"
 #include "core/arriving_text.hpp"
 #include "core/error.hpp"
@@ -147,6 +148,8 @@ void analyse(trace::Trace& t, const std::function<trace::Trace()>& reread) {
   const analysis::CollectiveReport report = analysis::make_collective_report(std::move(collection));
   for (const auto& table : analysis::collective_tables(report)) (void)report::to_csv(table);
   critical_path(t, links);
+  // The structural diff of the trace with itself (every op and kernel matched).
+  (void)analysis::diff_traces(t, t);
 }
 
 void parse_and_analyse(const PaddedBuffer& buf, std::string_view bytes) {
