@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "core/config_keys.hpp"
 #include "core/error.hpp"
@@ -217,6 +219,8 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     opt.cupti_lib = opt.gpu.vendor == "NVIDIA" ? default_cupti_lib() : fs::path{};
     opt.verbose = request.verbose;
     opt.cancel = context.cancel;
+    if (const char* w = std::getenv("MAGPIE_HARNESS_WORKER"); w != nullptr && std::string_view(w) == "0")
+      opt.harness_worker = false;
     const std::string stamp = local_timestamp();
     const std::string name = request.compare ? fmt::format("compare_{}", stamp)
                                              : fmt::format("analyze_{}_{}", cfg.kernels.front().id, stamp);
@@ -272,6 +276,7 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
                          static_cast<double>(n + 1),
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
         });
+    ev.release_workers();  // their GPU memory, before the ncu pass and the next run
     if (monitor) {
       if (measuring) monitor->measuring_end();
       out.gpu_monitor = monitor->finish();
