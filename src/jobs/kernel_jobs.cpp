@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <string_view>
@@ -101,7 +102,10 @@ KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const
     if (k.bench_target.empty() && is_python_type(k.type)) k.bench_target = cfg.latency.bench_target;
   }
   const KernelOverrides& o = request.overrides;
-  if (o.rounds > 0) cfg.performance.rounds = o.rounds;
+  if (o.rounds > 0) {
+    cfg.performance.rounds = o.rounds;
+    cfg.performance.rounds_exact = true;
+  }
   if (o.threshold >= 0) cfg.performance.threshold = o.threshold;
   if (o.ncu) cfg.performance.ncu_pass = true;
   if (!o.cupti_kind.empty()) cfg.performance.cupti_kind = o.cupti_kind;
@@ -268,13 +272,31 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     // No timing (--no-perf, no GPU): no measuring window; throttling counts over the whole run.
     const bool measuring = monitor && timing;
     if (measuring) monitor->measuring_begin();
+    RoundsPlan plan;
+    if (request.compare) plan.baseline = request.baseline;
+    plan.verdict = {cfg.performance.threshold, cfg.performance.bootstrap_resamples, cfg.performance.bootstrap_seed,
+                    cfg.performance.confidence};
+    double progress_now = static_cast<double>(n);
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
-        [&context, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
+        [&context, &progress_now, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
           // Strictly inside (n, n+1): MCP progress must increase past the "performance rounds" report.
-          context.report(static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 1),
-                         static_cast<double>(n + 1),
+          progress_now = static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 2);
+          context.report(progress_now, static_cast<double>(n + 1),
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
+        },
+        plan,
+        [&context, &progress_now, n](const Evaluation& e, const std::optional<SpeedupEstimate>& est, int rounds) {
+          // Each candidate's verdict as soon as it is settled: an agent can act on the first one.
+          std::string line =
+              est ? fmt::format("verdict: [{}] {} {:.3f}x vs baseline (95% CI {:.3f}-{:.3f}) after {} round{}",
+                                e.spec.id, to_string(est->verdict), est->speedup, est->ci_low, est->ci_high, rounds,
+                                rounds == 1 ? "" : "s")
+                  : fmt::format("verdict: [{}] none settled after {} round{} (see the table)", e.spec.id, rounds,
+                                rounds == 1 ? "" : "s");
+          if (context.face == "cli") std::cerr << line << "\n";
+          progress_now = std::nextafter(progress_now, static_cast<double>(n + 1));
+          context.report(progress_now, static_cast<double>(n + 1), line);
         });
     ev.release_workers();  // their GPU memory, before the ncu pass and the next run
     if (monitor) {
