@@ -137,7 +137,7 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
     }
     if (open && measured == planned && planned < cap) ++planned;
   }
-  if (adaptive && on_settled) {
+  if (adaptive && on_settled && timing) {
     // Still AMBIGUOUS at the cap: said too, so every candidate gets its line.
     for (size_t i = 0; i < n; ++i) {
       if (i == *plan.baseline || done[i] || !evals[i].correct()) continue;
