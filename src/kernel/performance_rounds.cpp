@@ -133,6 +133,7 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
         continue;
       }
       done[i] = true;
+      ev.release_worker(e);  // not measured again: its GPU memory goes back now
       if (on_settled && e.correct()) on_settled(e, est, measured);
     }
     if (open && measured == planned && planned < cap) ++planned;
