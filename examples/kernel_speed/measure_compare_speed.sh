@@ -23,6 +23,8 @@ echo "== $(date +%T) environment"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
 "$M" --version || { echo "no magpie binary at $M"; exit 1; }
+# Warm the page cache (torch's libraries, the CUDA driver) so the first timed compare is not the only cold one.
+python3 -c 'import torch; torch.zeros(1, device="cuda"); print("cuda ok")'
 
 # timed NAME LIMIT ARGS...: one compare, its wall seconds and a verdict line per implementation.
 timed() {
@@ -36,7 +38,7 @@ timed() {
   cat "$OUTDIR/$name.stdout"
   grep -E "^verdict:|FAILED|note: CUPTI" "$OUTDIR/$name.stderr" "$OUTDIR/$name.stdout" | head -30
   local ws; ws=$(ls -d "$out"/compare_*/ 2>/dev/null | tail -1)
-  [ -n "$ws" ] && python3 examples/kernels/cheats/summarize.py "$ws"
+  [ -n "$ws" ] && [ -f "$ws/compare_report.json" ] && python3 examples/kernels/cheats/summarize.py "$ws"
   printf 'WALL %-24s %7.1f s  exit %d\n' "$name" "$(python3 -c "print($t1 - $t0)")" "$rc" | tee -a "$OUTDIR/walls.txt"
 }
 
