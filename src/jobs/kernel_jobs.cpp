@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -276,17 +277,22 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     if (request.compare) plan.baseline = request.baseline;
     plan.verdict = {cfg.performance.threshold, cfg.performance.bootstrap_resamples, cfg.performance.bootstrap_seed,
                     cfg.performance.confidence};
-    double progress_now = static_cast<double>(n);
+    double progress_now = static_cast<double>(n), progress_total = static_cast<double>(n + 1);
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
-        [&context, &progress_now, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
-          // Strictly inside (n, n+1): MCP progress must increase past the "performance rounds" report.
-          progress_now = static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 2);
-          context.report(progress_now, static_cast<double>(n + 1),
+        [&context, &progress_now, &progress_total, n](int round, int rounds, size_t step, size_t steps,
+                                                       const std::string& id) {
+          // One unit a measurement, after the correctness phase's n + 1: progress only grows (MCP),
+          // and the total is what the plan holds now, so the progress line's ETA (time per
+          // measurement so far x measurements left) is this phase's own.
+          progress_now = static_cast<double>(n + 1 + step);
+          progress_total = static_cast<double>(n + 2 + steps);
+          context.report(progress_now, progress_total,
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
         },
         plan,
-        [&context, &progress_now, n](const Evaluation& e, const std::optional<SpeedupEstimate>& est, int rounds) {
+        [&context, &progress_now, &progress_total](const Evaluation& e, const std::optional<SpeedupEstimate>& est,
+                                                    int rounds) {
           // Each candidate's verdict as soon as it is settled: an agent can act on the first one.
           std::string line =
               est ? fmt::format("verdict: [{}] {} {:.3f}x vs baseline (95% CI {:.3f}-{:.3f}) after {} round{}",
@@ -294,9 +300,10 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
                                 rounds == 1 ? "" : "s")
                   : fmt::format("verdict: [{}] none settled after {} round{} (see the table)", e.spec.id, rounds,
                                 rounds == 1 ? "" : "s");
-          if (context.face == "cli") std::cerr << line << "\n";
-          progress_now = std::nextafter(progress_now, static_cast<double>(n + 1));
-          context.report(progress_now, static_cast<double>(n + 1), line);
+          // On a terminal, over the live progress line (cleared first; the ticker redraws it below).
+          if (context.face == "cli") std::cerr << (::isatty(STDERR_FILENO) ? "\r\033[K" : "") << line << "\n";
+          progress_now = std::nextafter(progress_now, progress_now + 1);
+          context.report(progress_now, progress_total, line);
         });
     ev.release_workers();  // their GPU memory, before the ncu pass and the next run
     if (monitor) {

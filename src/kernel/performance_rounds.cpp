@@ -87,9 +87,8 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
   const bool adaptive = !perf.rounds_exact && plan.baseline && *plan.baseline < n;
   int planned = adaptive ? perf.min_rounds : perf.rounds;
   const int cap = adaptive ? std::max(perf.max_rounds, perf.min_rounds) : perf.rounds;
-  // A probe-turned round may add one: the most measurements there can be.
-  const size_t steps = static_cast<size_t>(cap + (deciding ? 1 : 0)) * n;
   std::vector<bool> done(n, false);  // settled candidates are not measured again
+  auto active = [&](size_t i) { return !done[i] && evals[i].correct(); };
   size_t step = 0;
   int measured = 0;
   for (int r = 0; timing && measured < planned; ++r) {
@@ -98,8 +97,18 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
       auto& e = evals[idx];
       if (done[idx]) continue;
       if (opt.verbose && e.correct()) std::cerr << fmt::format("[{}] performance round {}\n", e.spec.id, r);
-      if (on_measure && e.correct()) on_measure(measured, planned, step, steps, e.spec.id);
-      ++step;
+      if (on_measure && e.correct()) {
+        // The measurements the current plan still holds, this one included: with the
+        // per-measurement time measured so far, an honest ETA for this phase.
+        size_t left = 0, per_round = 0;
+        for (size_t k = 0; k < n; ++k) {
+          per_round += active(k) ? 1 : 0;
+          if (k >= j && active((k + static_cast<size_t>(r)) % n)) ++left;
+        }
+        const size_t later = per_round * static_cast<size_t>(std::max(planned - measured - 1, 0));
+        on_measure(measured, planned, step, step + left + later, e.spec.id);
+      }
+      if (e.correct()) ++step;
       ev.measure_round(e, r, deciding ? std::string("concurrent") : choice.kind);
     }
     if (deciding) {

@@ -21,7 +21,8 @@ namespace magpie::kernel {
 
 // `on_measure(round, rounds, step, steps, id)` is called before each measurement
 // (progress): `rounds` is the number planned so far (it grows while verdicts are
-// open), step/steps a fraction that only increases.
+// open); `step` counts the measurements made, `steps` what the current plan holds
+// in all (it grows with the plan), so that step/steps times the time spent is an ETA.
 using RoundProgress = std::function<void(int round, int rounds, size_t step, size_t steps, const std::string& id)>;
 // A candidate whose verdict is settled (or that can no longer get one: rejected,
 // every round failed), after `rounds` measured rounds; estimate empty when not measured.
