@@ -259,9 +259,12 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     const size_t n = cfg.kernels.size();
     out.evaluations.resize(n);
     for (size_t i = 0; i < n; ++i) {
+      out.evaluations[i].index = i;
+      out.evaluations[i].spec = cfg.kernels[i];
+    }
+    ev.prestart_workers(out.evaluations);  // their imports and CUDA contexts start side by side
+    for (size_t i = 0; i < n; ++i) {
       auto& e = out.evaluations[i];
-      e.index = i;
-      e.spec = cfg.kernels[i];
       context.report(static_cast<double>(i), static_cast<double>(n + 1),
                      fmt::format("[{}] compile + correctness", e.spec.id));
       if (request.verbose) std::cerr << fmt::format("[{}] compile + correctness\n", e.spec.id);

@@ -274,13 +274,14 @@ bool Evaluator::cupti_applies(const Evaluation& e) const {
          e.spec.type != KernelType::kHip && e.spec.prof_command.empty();
 }
 
-HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const {
-  auto& slot = workers_[e.spec.id];
-  const std::string want = cupti_applies(e) ? cupti_kind : std::string();
-  if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) return slot.worker.get();
-  if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
+std::string Evaluator::initial_kind() const {
+  const auto& configured = opt_.performance.cupti_kind;
+  return configured == "auto" ? "concurrent" : configured;  // auto: the first round runs with concurrent
+}
+
+Command Evaluator::worker_launch(Evaluation& e, const std::string& want, std::map<std::string, std::string>& env) const {
   // The CUPTI library is loaded at the process's start: another kind needs a new worker.
-  auto env = env_for(e);
+  env = env_for(e);
   const fs::path jsonl = e.dir / "kernels_worker.jsonl";
   fs::remove(jsonl);
   if (!want.empty()) {
@@ -288,12 +289,50 @@ HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kin
     env["MAGPIE_CUPTI_OUTPUT"] = jsonl.string();
     env["MAGPIE_CUPTI_KIND"] = want;
   }
-  const Command argv = harness_command(e, "worker", {});
-  const fs::path log = e.dir / "harness_worker.log";
-  st.commands.push_back(join_command(argv) + "  # harness worker" + (want.empty() ? "" : ", CUPTI " + want));
+  return harness_command(e, "worker", {});
+}
+
+void Evaluator::prestart_workers(std::vector<Evaluation>& evals, const std::string& cupti_kind) const {
+  if (!opt_.harness_worker) return;
+  for (auto& e : evals) {
+    if (e.spec.bench_target.empty() || !is_python_type(e.spec.type) || !e.spec.compile_command.empty()) continue;
+    if (!e.dir.empty() && !e.correct()) continue;  // checked and failed: never asked again
+    if (e.dir.empty()) {
+      e.dir = opt_.workspace / e.spec.id;  // as prepare() makes it
+      fs::create_directories(e.dir);
+    }
+    const std::string want = cupti_applies(e) ? (cupti_kind.empty() ? initial_kind() : cupti_kind) : std::string();
+    auto& slot = workers_[e.spec.id];
+    if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) continue;
+    if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
+    std::map<std::string, std::string> env;
+    const Command argv = worker_launch(e, want, env);
+    slot.command = join_command(argv) + "  # harness worker" + (want.empty() ? "" : ", CUPTI " + want);
+    slot.worker->launch(argv, e.spec.working_dir, env, e.dir / "harness_worker.log", e.dir);
+    slot.cupti_kind = want;  // a failed launch is not alive: worker_for starts it again and says why
+  }
+}
+
+HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const {
+  auto& slot = workers_[e.spec.id];
+  const std::string want = cupti_applies(e) ? cupti_kind : std::string();
   // Starting (imports, context, compilation) was part of every run before: the longer timeout bounds it.
   const double start_s = std::max<double>(opt_.correctness.timeout_seconds, opt_.performance.timeout_seconds);
-  auto r = slot.worker->start(argv, e.spec.working_dir, env, log, e.dir, seconds(start_s), opt_.cancel);
+  const fs::path log = e.dir / "harness_worker.log";
+  WorkerReply r;
+  Command argv;
+  if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) {
+    if (!slot.worker->launched()) return slot.worker.get();
+    st.commands.push_back(slot.command);  // launched by prestart_workers: wait for it here
+    r = slot.worker->await_ready(seconds(start_s), opt_.cancel);
+    argv = {opt_.python, "-m", "magpie_bench"};
+  } else {
+    if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
+    std::map<std::string, std::string> env;
+    argv = worker_launch(e, want, env);
+    st.commands.push_back(join_command(argv) + "  # harness worker" + (want.empty() ? "" : ", CUPTI " + want));
+    r = slot.worker->start(argv, e.spec.working_dir, env, log, e.dir, seconds(start_s), opt_.cancel);
+  }
   st.wall_seconds += r.wall_seconds;
   if (!r.ok) {
     std::string cause = r.failure;
@@ -489,10 +528,8 @@ void Evaluator::check_correctness(Evaluation& e) const {
       if (e.spec.testcase_command.empty()) st.log = e.dir / "harness_worker.log";  // where its output goes
       nlohmann::json seeds = nlohmann::json::array(), answer;
       for (int i = 0; i < opt_.correctness.seeds; ++i) seeds.push_back(opt_.latency.seed + static_cast<uint64_t>(i));
-      const auto& configured = opt_.performance.cupti_kind;
-      ok = ask_worker(e, {{"op", "check"}, {"json", json_out.string()}, {"seeds", seeds}},
-                      configured == "auto" ? "concurrent" : configured, opt_.correctness.timeout_seconds, st,
-                      "correctness", answer);
+      ok = ask_worker(e, {{"op", "check"}, {"json", json_out.string()}, {"seeds", seeds}}, initial_kind(),
+                      opt_.correctness.timeout_seconds, st, "correctness", answer);
     } else {
       ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env,
                    opt_.correctness.timeout_seconds, st, opt_.cancel, "correctness");

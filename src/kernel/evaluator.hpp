@@ -83,6 +83,10 @@ class Evaluator {
   // Ends `e`'s harness worker (or all of them): after its last round, or when it failed.
   void release_worker(const Evaluation& e) const;
   void release_workers() const;
+  // Launches the harness workers of these implementations side by side (under
+  // `cupti_kind`, "" = the first round's), so their start-ups overlap; each is
+  // awaited when first asked. Not for one with a compile step (it builds first).
+  void prestart_workers(std::vector<Evaluation>& evals, const std::string& cupti_kind = "") const;
   // How many times `e`'s worker was started (0: none; more than 1: restarted for another CUPTI kind).
   int worker_starts(const Evaluation& e) const;
 
@@ -98,12 +102,15 @@ class Evaluator {
   // `e`'s worker running under `cupti_kind` (restarted when it ran under another), or
   // nullptr with the cause in `st`.
   HarnessWorker* worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const;
+  std::string initial_kind() const;
+  Command worker_launch(Evaluation& e, const std::string& want, std::map<std::string, std::string>& env) const;
   bool ask_worker(Evaluation& e, const nlohmann::json& req, const std::string& cupti_kind, double timeout_s,
                   StageResult& st, const char* stage_name, nlohmann::json& answer) const;
   EvaluatorOptions opt_;
   struct WorkerSlot {
     std::unique_ptr<HarnessWorker> worker;
     std::string cupti_kind;
+    std::string command;  // as launched by prestart_workers, for the stage's commands
   };
   mutable std::map<std::string, WorkerSlot> workers_;  // by implementation id
 };

@@ -46,7 +46,14 @@ void HarnessWorker::end(const char* /*why*/) {
 WorkerReply HarnessWorker::start(Command argv, const fs::path& cwd, const std::map<std::string, std::string>& env,
                                  const fs::path& log, const fs::path& dir, std::chrono::milliseconds timeout,
                                  const std::atomic<bool>* cancel) {
+  WorkerReply r = launch(std::move(argv), cwd, env, log, dir);
+  return r.failure.empty() ? await_ready(timeout, cancel) : r;
+}
+
+WorkerReply HarnessWorker::launch(Command argv, const fs::path& cwd, const std::map<std::string, std::string>& env,
+                                  const fs::path& log, const fs::path& dir) {
   stop();
+  ready_ = false;
   ++starts_;
   log_ = log;
   pending_.clear();
@@ -71,12 +78,17 @@ WorkerReply HarnessWorker::start(Command argv, const fs::path& cwd, const std::m
     return r;
   }
   alive_ = true;
-  r = await_line(timeout, cancel);
+  return r;
+}
+
+WorkerReply HarnessWorker::await_ready(std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+  WorkerReply r = await_line(timeout, cancel);
   if (r.ok && !r.answer.value("ready", false)) {
     r.ok = false;
     r.failure = r.answer.value("error", std::string("the worker did not start"));
     end("not ready");
   }
+  ready_ = r.ok;
   return r;
 }
 

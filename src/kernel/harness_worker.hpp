@@ -42,6 +42,12 @@ class HarnessWorker {
   WorkerReply start(Command argv, const std::filesystem::path& cwd, const std::map<std::string, std::string>& env,
                     const std::filesystem::path& log, const std::filesystem::path& dir,
                     std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
+  // start() in two halves, so that several workers start side by side: launch
+  // returns at once (failure set when it could not even spawn); await_ready waits.
+  WorkerReply launch(Command argv, const std::filesystem::path& cwd, const std::map<std::string, std::string>& env,
+                     const std::filesystem::path& log, const std::filesystem::path& dir);
+  WorkerReply await_ready(std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
+  bool launched() const { return alive_ && !ready_; }
   // One request ("id" is set here); the worker is killed unless it answers in time.
   WorkerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
   // Asks it to exit, then ends its group (a short grace).
@@ -59,6 +65,7 @@ class HarnessWorker {
   std::string pending_;  // bytes read past the last full line
   std::filesystem::path log_;
   bool alive_ = false;
+  bool ready_ = false;
   int next_id_ = 1;
   int starts_ = 0;
 };

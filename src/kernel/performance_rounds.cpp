@@ -117,6 +117,7 @@ CuptiChoice run_performance_rounds(const Evaluator& ev, std::vector<Evaluation>&
       if (opt.verbose) std::cerr << describe(choice) << "\n";
       if (choice.kind != "concurrent") {
         for (auto* e : profiled) demote_to_probe(*e, r);
+        ev.prestart_workers(evals, choice.kind);  // their restarts with serial overlap
         continue;  // that round was the probe: the measured rounds start now
       }
     }
