@@ -31,7 +31,7 @@ void AnalyzeCommand::add_common(CLI::App* sub, Flags& f, bool compare) {
                   "the harness gets it as MAGPIE_LATENCY_REP_MS")
       ->check(CLI::PositiveNumber);
   sub->add_option("-o,--output-dir", f.output_dir, "Where the workspace goes")->capture_default_str();
-  sub->add_option("--rounds", f.rounds, "Performance runs per implementation, interleaved (default 5)")
+  sub->add_option("--rounds", f.rounds, "Exactly this many performance rounds per implementation, interleaved (default: compare adapts, 3 to 10 until every verdict is settled; analyze 5)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--kernel-filter", f.kernel_filter, "Regex: only matching kernels count toward CUPTI time");
   sub->add_flag("--ncu", f.ncu, "One extra ncu --clock-control none pass for DRAM bytes and FLOPs");

@@ -1,4 +1,5 @@
-"""python -m magpie_bench check|time --target MOD:FN --inputs MOD:FN [...] --json OUT"""
+"""python -m magpie_bench check|time --target MOD:FN --inputs MOD:FN [...] --json OUT
+   python -m magpie_bench worker --target MOD:FN --inputs MOD:FN [...] --requests FIFO --responses FIFO (worker.py)"""
 import argparse
 import json
 import sys
@@ -7,14 +8,16 @@ import traceback
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="magpie_bench", description=__doc__)
-    p.add_argument("mode", choices=["check", "time"])
+    p.add_argument("mode", choices=["check", "time", "worker"])
     p.add_argument("--target", required=True, help="module:callable (a class is instantiated with --init-inputs)")
     p.add_argument("--target-dir", default=None)
     p.add_argument("--inputs", required=True, help="module:function returning the input list")
     p.add_argument("--init-inputs", default=None, help="module:function returning constructor arguments")
     p.add_argument("--baseline", default=None, help="module:callable of the reference implementation")
     p.add_argument("--baseline-dir", default=None)
-    p.add_argument("--json", required=True)
+    p.add_argument("--json", default=None, help="report path (check and time)")
+    p.add_argument("--requests", default=None, help="worker: the FIFO its requests come from")
+    p.add_argument("--responses", default=None, help="worker: the FIFO its answers go to")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--rtol", type=float, default=None)
@@ -44,6 +47,13 @@ def instantiate(obj, init):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    if a.mode == "worker":
+        if not (a.requests and a.responses):
+            sys.exit("magpie_bench worker: --requests and --responses are required")
+        from .worker import serve
+        return serve(a)
+    if not a.json:
+        sys.exit("magpie_bench %s: --json is required" % a.mode)
     from .loading import load_target
     out = {}
     code = 0

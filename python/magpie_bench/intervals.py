@@ -2,11 +2,14 @@
 import json
 
 
-def read_jsonl(path):
+def read_jsonl(path, offset=0):
+    """Kernels and markers of the file from byte `offset` on (a worker's file holds earlier requests too)."""
     kernels, markers = [], []
     try:
-        with open(path) as f:
-            for line in f:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            for raw in f:
+                line = raw.decode("utf-8", "replace")
                 line = line.strip()
                 if not line:
                     continue

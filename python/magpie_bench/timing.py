@@ -42,8 +42,9 @@ def spin_cycles(fn, clock_mhz):
 class CuptiMarks:
     """Markers on CUPTI's clock through the injection library, if loaded."""
 
-    def __init__(self):
+    def __init__(self, offset=0):
         self.lib = None
+        self.offset = offset  # records before it belong to earlier requests of a worker
         path = os.environ.get("CUDA_INJECTION64_PATH", "")
         self.jsonl = os.environ.get("MAGPIE_CUPTI_OUTPUT", "")
         if path.endswith("libmagpie_cupti.so") and os.path.exists(path) and self.jsonl:
@@ -63,7 +64,7 @@ class CuptiMarks:
         if self.lib is None:
             return None
         self.lib.magpie_cupti_flush()
-        kernels, markers = read_jsonl(self.jsonl)
+        kernels, markers = read_jsonl(self.jsonl, self.offset)
         kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = []
@@ -79,7 +80,7 @@ class CuptiMarks:
         if self.lib is None or not labels:
             return []
         self.lib.magpie_cupti_flush()
-        kernels, markers = read_jsonl(self.jsonl)
+        kernels, markers = read_jsonl(self.jsonl, self.offset)
         kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = [(ts[l + "s"], ts[l + "e"]) for l in labels if l + "s" in ts and l + "e" in ts]
@@ -89,7 +90,7 @@ class CuptiMarks:
         """A sentence when some timed window has work the caller's stream did not wait for, else None."""
         if self.lib is None:
             return None
-        kernels, markers = read_jsonl(self.jsonl)
+        kernels, markers = read_jsonl(self.jsonl, self.offset)
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = [(ts.get("%ss%d" % (prefix, i)), ts.get("%se%d" % (prefix, i))) for i in range(n)]
         found = unjoined_work(kernels, [w for w in windows if None not in w], SPIN_KERNEL)
@@ -125,9 +126,10 @@ class ClockMonitor:
 
 
 def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_s=15.0, warmup=5,
-                  l2_flush=True, throttle_fraction=0.75, integrity=None):
+                  l2_flush=True, throttle_fraction=0.75, integrity=None, marks_from=0):
     """Samples of fn's GPU time. `integrity` (an integrity.Integrity) gets its spot
-    checks run between samples at its positions, and one after the last sample."""
+    checks run between samples at its positions, and one after the last sample.
+    `marks_from`: where this call's records start in the CUPTI file (a worker's holds earlier calls)."""
     if not torch.cuda.is_available():
         return {"error": "timing needs a CUDA GPU (torch.cuda.is_available() is False)"}
     dev = torch.cuda.current_device()
@@ -136,7 +138,7 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
     torch.cuda.synchronize()
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush_buf = torch.ones(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda") if l2_flush else None
-    marks, clock = CuptiMarks(), ClockMonitor(dev)
+    marks, clock = CuptiMarks(marks_from), ClockMonitor(dev)
     if integrity is not None:
         integrity.marks = marks
     can_spin = hasattr(torch.cuda, "_sleep")

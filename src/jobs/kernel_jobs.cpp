@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "core/config_keys.hpp"
 #include "core/error.hpp"
@@ -99,7 +103,10 @@ KernelConfig resolve_kernel_config(const KernelEvaluationRequest& request, const
     if (k.bench_target.empty() && is_python_type(k.type)) k.bench_target = cfg.latency.bench_target;
   }
   const KernelOverrides& o = request.overrides;
-  if (o.rounds > 0) cfg.performance.rounds = o.rounds;
+  if (o.rounds > 0) {
+    cfg.performance.rounds = o.rounds;
+    cfg.performance.rounds_exact = true;
+  }
   if (o.threshold >= 0) cfg.performance.threshold = o.threshold;
   if (o.ncu) cfg.performance.ncu_pass = true;
   if (!o.cupti_kind.empty()) cfg.performance.cupti_kind = o.cupti_kind;
@@ -217,6 +224,8 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     opt.cupti_lib = opt.gpu.vendor == "NVIDIA" ? default_cupti_lib() : fs::path{};
     opt.verbose = request.verbose;
     opt.cancel = context.cancel;
+    if (const char* w = std::getenv("MAGPIE_HARNESS_WORKER"); w != nullptr && std::string_view(w) == "0")
+      opt.harness_worker = false;
     const std::string stamp = local_timestamp();
     const std::string name = request.compare ? fmt::format("compare_{}", stamp)
                                              : fmt::format("analyze_{}_{}", cfg.kernels.front().id, stamp);
@@ -250,9 +259,12 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     const size_t n = cfg.kernels.size();
     out.evaluations.resize(n);
     for (size_t i = 0; i < n; ++i) {
+      out.evaluations[i].index = i;
+      out.evaluations[i].spec = cfg.kernels[i];
+    }
+    ev.prestart_workers(out.evaluations);  // their imports and CUDA contexts start side by side
+    for (size_t i = 0; i < n; ++i) {
       auto& e = out.evaluations[i];
-      e.index = i;
-      e.spec = cfg.kernels[i];
       context.report(static_cast<double>(i), static_cast<double>(n + 1),
                      fmt::format("[{}] compile + correctness", e.spec.id));
       if (request.verbose) std::cerr << fmt::format("[{}] compile + correctness\n", e.spec.id);
@@ -264,14 +276,39 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
     // No timing (--no-perf, no GPU): no measuring window; throttling counts over the whole run.
     const bool measuring = monitor && timing;
     if (measuring) monitor->measuring_begin();
+    RoundsPlan plan;
+    if (request.compare) plan.baseline = request.baseline;
+    plan.verdict = {cfg.performance.threshold, cfg.performance.bootstrap_resamples, cfg.performance.bootstrap_seed,
+                    cfg.performance.confidence};
+    double progress_now = static_cast<double>(n), progress_total = static_cast<double>(n + 1);
     out.cupti = run_performance_rounds(
         ev, out.evaluations,
-        [&context, n](int round, int rounds, size_t step, size_t steps, const std::string& id) {
-          // Strictly inside (n, n+1): MCP progress must increase past the "performance rounds" report.
-          context.report(static_cast<double>(n) + static_cast<double>(step + 1) / static_cast<double>(steps + 1),
-                         static_cast<double>(n + 1),
+        [&context, &progress_now, &progress_total, n](int round, int rounds, size_t step, size_t steps,
+                                                       const std::string& id) {
+          // One unit a measurement, after the correctness phase's n + 1: progress only grows (MCP),
+          // and the total is what the plan holds now, so the progress line's ETA (time per
+          // measurement so far x measurements left) is this phase's own.
+          progress_now = static_cast<double>(n + 1 + step);
+          progress_total = static_cast<double>(n + 2 + steps);
+          context.report(progress_now, progress_total,
                          fmt::format("performance round {}/{}: [{}]", round + 1, rounds, id));
+        },
+        plan,
+        [&context, &progress_now, &progress_total](const Evaluation& e, const std::optional<SpeedupEstimate>& est,
+                                                    int rounds) {
+          // Each candidate's verdict as soon as it is settled: an agent can act on the first one.
+          std::string line =
+              est ? fmt::format("verdict: [{}] {} {:.3f}x vs baseline (95% CI {:.3f}-{:.3f}) after {} round{}",
+                                e.spec.id, to_string(est->verdict), est->speedup, est->ci_low, est->ci_high, rounds,
+                                rounds == 1 ? "" : "s")
+                  : fmt::format("verdict: [{}] none settled after {} round{} (see the table)", e.spec.id, rounds,
+                                rounds == 1 ? "" : "s");
+          // On a terminal, over the live progress line (cleared first; the ticker redraws it below).
+          if (context.face == "cli") std::cerr << (::isatty(STDERR_FILENO) ? "\r\033[K" : "") << line << "\n";
+          progress_now = std::nextafter(progress_now, progress_now + 1);
+          context.report(progress_now, progress_total, line);
         });
+    ev.release_workers();  // their GPU memory, before the ncu pass and the next run
     if (monitor) {
       if (measuring) monitor->measuring_end();
       out.gpu_monitor = monitor->finish();

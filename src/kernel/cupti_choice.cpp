@@ -33,14 +33,14 @@ CuptiChoice choose_cupti_kind(const std::string& configured_kind, const std::vec
   if (most == nullptr) {
     // Nothing known about the workload's streams: keep the library's default,
     // which at worst costs instrumentation overhead, never lost concurrency.
-    c.reason = "concurrent kept because no probe round finished (see the performance errors); per-kernel "
+    c.reason = "concurrent kept because no first round finished (see the performance errors); per-kernel "
                "durations may include CUPTI's per-block instrumentation";
     return c;
   }
   c.probe_overlap_ns = most->cross_stream_overlap_ns;
   if (most->cross_stream_overlap_ns > kProbeOverlapThresholdNs) {
     c.reason = fmt::format(
-        "concurrent kept because kernels on different streams overlapped ({} ns in {}'s probe round), which "
+        "concurrent kept because kernels on different streams overlapped ({} ns in {}'s first round), which "
         "serializing would change; per-kernel durations may then include CUPTI's per-block instrumentation",
         most->cross_stream_overlap_ns, most->id);
     return c;
@@ -56,7 +56,7 @@ CuptiChoice choose_cupti_kind(const std::string& configured_kind, const std::vec
   const double serial_cost = static_cast<double>(kernels) * kSerialCostPerKernelNs;
   const double concurrent_cost = blocks * kConcurrentCostPerBlockNs;
   const std::string no_overlap = fmt::format(
-      "no kernels overlapped across streams in the probe round{} (at most {} ns, within the {} ns allowed for "
+      "no kernels overlapped across streams in the first round{} (at most {} ns, within the {} ns allowed for "
       "timestamp skew)",
       probes.size() > 1 ? "s" : "", most->cross_stream_overlap_ns, kProbeOverlapThresholdNs);
   const std::string costs = fmt::format(

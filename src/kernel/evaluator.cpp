@@ -258,6 +258,131 @@ VarLookup magpie_lookup(const GpuInfo& gpu, const fs::path& workspace) {
 
 Evaluator::Evaluator(EvaluatorOptions options) : opt_(std::move(options)) {}
 
+Evaluator::~Evaluator() { release_workers(); }
+
+void Evaluator::release_worker(const Evaluation& e) const { workers_.erase(e.spec.id); }
+
+void Evaluator::release_workers() const { workers_.clear(); }
+
+int Evaluator::worker_starts(const Evaluation& e) const {
+  auto it = workers_.find(e.spec.id);
+  return it == workers_.end() || !it->second.worker ? 0 : it->second.worker->starts();
+}
+
+bool Evaluator::cupti_applies(const Evaluation& e) const {
+  return opt_.check_performance && opt_.performance_unavailable.empty() && !opt_.cupti_lib.empty() &&
+         e.spec.type != KernelType::kHip && e.spec.prof_command.empty();
+}
+
+std::string Evaluator::initial_kind() const {
+  const auto& configured = opt_.performance.cupti_kind;
+  return configured == "auto" ? "concurrent" : configured;  // auto: the first round runs with concurrent
+}
+
+Command Evaluator::worker_launch(Evaluation& e, const std::string& want, std::map<std::string, std::string>& env) const {
+  // The CUPTI library is loaded at the process's start: another kind needs a new worker.
+  env = env_for(e);
+  const fs::path jsonl = e.dir / "kernels_worker.jsonl";
+  fs::remove(jsonl);
+  if (!want.empty()) {
+    env["CUDA_INJECTION64_PATH"] = opt_.cupti_lib.string();
+    env["MAGPIE_CUPTI_OUTPUT"] = jsonl.string();
+    env["MAGPIE_CUPTI_KIND"] = want;
+  }
+  return harness_command(e, "worker", {});
+}
+
+void Evaluator::prestart_workers(std::vector<Evaluation>& evals, const std::string& cupti_kind) const {
+  if (!opt_.harness_worker) return;
+  for (auto& e : evals) {
+    if (e.spec.bench_target.empty() || !is_python_type(e.spec.type) || !e.spec.compile_command.empty()) continue;
+    if (!e.dir.empty() && !e.correct()) continue;  // checked and failed: never asked again
+    if (e.dir.empty()) {
+      e.dir = opt_.workspace / e.spec.id;  // as prepare() makes it
+      fs::create_directories(e.dir);
+    }
+    const std::string want = cupti_applies(e) ? (cupti_kind.empty() ? initial_kind() : cupti_kind) : std::string();
+    auto& slot = workers_[e.spec.id];
+    if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) continue;
+    if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
+    std::map<std::string, std::string> env;
+    const Command argv = worker_launch(e, want, env);
+    slot.command = join_command(argv) + "  # harness worker" + (want.empty() ? "" : ", CUPTI " + want);
+    slot.worker->launch(argv, e.spec.working_dir, env, e.dir / "harness_worker.log", e.dir);
+    slot.cupti_kind = want;  // a failed launch is not alive: worker_for starts it again and says why
+  }
+}
+
+HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const {
+  auto& slot = workers_[e.spec.id];
+  const std::string want = cupti_applies(e) ? cupti_kind : std::string();
+  // Starting (imports, context, compilation) was part of every run before: the longer timeout bounds it.
+  const double start_s = std::max<double>(opt_.correctness.timeout_seconds, opt_.performance.timeout_seconds);
+  const fs::path log = e.dir / "harness_worker.log";
+  WorkerReply r;
+  Command argv;
+  if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) {
+    if (!slot.worker->launched()) return slot.worker.get();
+    st.commands.push_back(slot.command);  // launched by prestart_workers: wait for it here
+    r = slot.worker->await_ready(seconds(start_s), opt_.cancel);
+    argv = {opt_.python, "-m", "magpie_bench"};
+  } else {
+    if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
+    std::map<std::string, std::string> env;
+    argv = worker_launch(e, want, env);
+    st.commands.push_back(join_command(argv) + "  # harness worker" + (want.empty() ? "" : ", CUPTI " + want));
+    r = slot.worker->start(argv, e.spec.working_dir, env, log, e.dir, seconds(start_s), opt_.cancel);
+  }
+  st.wall_seconds += r.wall_seconds;
+  if (!r.ok) {
+    std::string cause = r.failure;
+    if (!r.timed_out && !r.cancelled && r.failure.find("ended (") != std::string::npos)
+      if (auto c = cause_from_output(log_tail(log, 64 * 1024)); !c.empty()) cause = c;
+    st.errors.push_back(fmt::format("harness worker did not start: {}; see {}\n{}", r.failure, log.string(),
+                                    log_tail(log, 1500)));
+    set_cause(st, cause, fix_for(cause, failure_context(argv, "correctness")));
+    workers_.erase(e.spec.id);
+    return nullptr;
+  }
+  slot.cupti_kind = want;
+  return slot.worker.get();
+}
+
+bool Evaluator::ask_worker(Evaluation& e, const nlohmann::json& req, const std::string& cupti_kind,
+                           double timeout_s, StageResult& st, const char* stage_name, nlohmann::json& answer) const {
+  HarnessWorker* w = worker_for(e, cupti_kind, st);
+  if (w == nullptr) return false;
+  const fs::path log = w->log();
+  std::error_code ec;
+  const uintmax_t log_before = fs::exists(log) ? fs::file_size(log, ec) : 0;
+  const std::string what = fmt::format("harness worker request {}", req.dump());
+  st.commands.push_back(what);
+  auto r = w->request(req, seconds(timeout_s), opt_.cancel);
+  st.wall_seconds += r.wall_seconds;
+  if (!r.ok) {
+    // Dead, hung or cancelled: this implementation's worker only. The next request starts a new one.
+    std::string cause = r.failure;
+    if (!r.timed_out && !r.cancelled) {
+      std::string output(read_file(log).view());
+      output.erase(0, std::min(static_cast<size_t>(ec ? 0 : log_before), output.size()));
+      if (auto c = cause_from_output(output); !c.empty()) cause = c + " (" + r.failure + ")";
+    }
+    st.errors.push_back(fmt::format("`{}`: {}; see {}\n{}", what, r.failure, log.string(), log_tail(log, 1500)));
+    set_cause(st, cause, fix_for(cause, failure_context({opt_.python, "-m", "magpie_bench"}, stage_name)));
+    workers_.erase(e.spec.id);
+    return false;
+  }
+  if (!r.answer.value("ok", false)) {
+    // The user's code raised inside the worker; the worker itself is fine.
+    std::string err = r.answer.value("error", std::string("the request failed"));
+    st.errors.push_back(fmt::format("`{}`: {}; see {}", what, err, log.string()));
+    set_cause(st, err, fix_for(err, failure_context({opt_.python, "-m", "magpie_bench"}, stage_name)));
+    return false;
+  }
+  answer = std::move(r.answer);
+  return true;
+}
+
 std::map<std::string, std::string> Evaluator::env_for(const Evaluation& e) const {
   std::map<std::string, std::string> env = e.spec.env;
   for (const auto& [name, value] : opt_.gpu_env) env[name] = value;  // the locked GPUs, whatever the kernel says
@@ -304,6 +429,8 @@ void Evaluator::prepare(Evaluation& e) const {
   }
   check_correctness(e);
   if (!e.correct()) e.performance.errors.push_back("skipped: correctness did not succeed");
+  // A worker that will not be asked again gives its GPU memory back now.
+  if (!e.correct() || !opt_.check_performance || !opt_.performance_unavailable.empty()) release_worker(e);
 }
 
 void Evaluator::compile(Evaluation& e) const {
@@ -360,8 +487,9 @@ Command Evaluator::harness_command(const Evaluation& e, const std::string& mode,
   const auto& c = opt_.correctness;
   const auto& l = opt_.latency;
   Command argv{opt_.python, "-m", "magpie_bench", mode, "--target", target_spec(e.spec.bench_target),
-               "--target-dir", e.spec.working_dir.string(), "--inputs", inputs_spec(e.spec), "--json",
-               json_out.string(), "--seed", std::to_string(l.seed)};
+               "--target-dir", e.spec.working_dir.string(), "--inputs", inputs_spec(e.spec), "--seed",
+               std::to_string(l.seed)};
+  if (!json_out.empty()) argv.insert(argv.end(), {"--json", json_out.string()});
   if (!e.spec.get_init_inputs_func.empty()) argv.insert(argv.end(), {"--init-inputs", e.spec.get_init_inputs_func});
   // Both modes compare against the baseline: check on fresh seeds, time in its
   // integrity spot checks (outputs of timed calls on refilled inputs).
@@ -372,10 +500,12 @@ Command Evaluator::harness_command(const Evaluation& e, const std::string& mode,
   if (c.tolerances_set) {
     argv.insert(argv.end(), {"--atol", fmt::format("{}", c.atol), "--rtol", fmt::format("{}", c.rtol)});
   }
-  if (mode == "check") {
+  // A worker serves both: it gets both sets of settings.
+  if (mode == "check" || mode == "worker") {
     argv.insert(argv.end(), {"--seeds", std::to_string(c.seeds)});
     if (c.equal_nan) argv.emplace_back("--equal-nan");
-  } else {
+  }
+  if (mode != "check") {
     argv.insert(argv.end(), {"--max-noise", fmt::format("{}", l.max_noise), "--min-samples",
                              std::to_string(l.min_samples), "--min-time", fmt::format("{}", l.min_time_s),
                              "--max-time", fmt::format("{}", l.max_time_s), "--warmup",
@@ -393,8 +523,17 @@ void Evaluator::check_correctness(Evaluation& e) const {
   std::vector<std::string> scope;
   if (has_target) {
     fs::path json_out = e.dir / "correctness.json";
-    ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env, opt_.correctness.timeout_seconds,
-                 st, opt_.cancel, "correctness");
+    if (opt_.harness_worker) {
+      fs::remove(json_out);
+      if (e.spec.testcase_command.empty()) st.log = e.dir / "harness_worker.log";  // where its output goes
+      nlohmann::json seeds = nlohmann::json::array(), answer;
+      for (int i = 0; i < opt_.correctness.seeds; ++i) seeds.push_back(opt_.latency.seed + static_cast<uint64_t>(i));
+      ok = ask_worker(e, {{"op", "check"}, {"json", json_out.string()}, {"seeds", seeds}}, initial_kind(),
+                      opt_.correctness.timeout_seconds, st, "correctness", answer);
+    } else {
+      ok = run_all({harness_command(e, "check", json_out)}, e.spec.working_dir, env,
+                   opt_.correctness.timeout_seconds, st, opt_.cancel, "correctness");
+    }
     try {
       e.correctness_detail = nlohmann::json::parse(read_file(json_out).view());
       const size_t first_json_error = st.errors.size();
@@ -484,8 +623,24 @@ bool Evaluator::run_round(Evaluation& e, int round, bool probe, const std::strin
   StageResult round_stage;
   round_stage.log = e.dir / fmt::format("performance_{}.log", label);
   fs::remove(round_stage.log);
-  bool ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage, opt_.cancel,
-                    "performance");
+  bool ok = false;
+  if (opt_.harness_worker && has_target && e.spec.prof_command.empty()) {
+    // The same seed's inputs every round (as a new process had), a new spot-check
+    // seed per round: a cache one round filled never matches the next one's checks.
+    nlohmann::json answer;
+    const nlohmann::json req{{"op", "time"},
+                             {"seed", opt_.latency.seed},
+                             {"spot_seed", opt_.latency.seed + 7919 * static_cast<uint64_t>(round + 2)},
+                             {"cupti_output", m.cupti_jsonl.string()}};
+    ok = ask_worker(e, req, m.cupti_kind, opt_.performance.timeout_seconds, round_stage, "performance", answer);
+    if (ok) {
+      write_file_atomic(round_stage.log, fmt::format("$ harness worker request: {}\n{} {}\n", req.dump(),
+                                                     kLatencyPrefix, answer.value("latency", nlohmann::json{}).dump()));
+    }
+  } else {
+    ok = run_all(cmds, e.spec.working_dir, env, opt_.performance.timeout_seconds, round_stage, opt_.cancel,
+                 "performance");
+  }
   st.commands.insert(st.commands.end(), round_stage.commands.begin(), round_stage.commands.end());
   st.wall_seconds += round_stage.wall_seconds;
   m.wall_seconds = round_stage.wall_seconds;

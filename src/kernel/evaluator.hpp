@@ -11,6 +11,7 @@
 
 #include "kernel/evaluation.hpp"
 #include "kernel/gpu_info.hpp"
+#include "kernel/harness_worker.hpp"
 #include "kernel/kernel_config.hpp"
 
 namespace magpie::kernel {
@@ -34,6 +35,9 @@ struct EvaluatorOptions {
   std::map<std::string, std::string> gpu_env;
   const KernelSpec* baseline = nullptr;  // numerical reference for bench_target checks
   bool verbose = false;
+  // A persistent harness worker per Python implementation (harness_worker.hpp);
+  // false (MAGPIE_HARNESS_WORKER=0) runs a new process per correctness run and round.
+  bool harness_worker = true;
   const std::atomic<bool>* cancel = nullptr;  // set → running commands are killed, later ones skipped
 };
 
@@ -59,6 +63,9 @@ VarLookup magpie_lookup(const GpuInfo& gpu, const std::filesystem::path& workspa
 class Evaluator {
  public:
   explicit Evaluator(EvaluatorOptions options);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
   // Creates <workspace>/<id>/ and runs compile and correctness.
   void prepare(Evaluation& e) const;
   // One performance run (no-op unless correctness succeeded and perf is on).
@@ -73,6 +80,15 @@ class Evaluator {
   // Sets the performance and latency states, the ncu pass and the roofline floor.
   void finish(Evaluation& e) const;
   const EvaluatorOptions& options() const { return opt_; }
+  // Ends `e`'s harness worker (or all of them): after its last round, or when it failed.
+  void release_worker(const Evaluation& e) const;
+  void release_workers() const;
+  // Launches the harness workers of these implementations side by side (under
+  // `cupti_kind`, "" = the first round's), so their start-ups overlap; each is
+  // awaited when first asked. Not for one with a compile step (it builds first).
+  void prestart_workers(std::vector<Evaluation>& evals, const std::string& cupti_kind = "") const;
+  // How many times `e`'s worker was started (0: none; more than 1: restarted for another CUPTI kind).
+  int worker_starts(const Evaluation& e) const;
 
  private:
   void compile(Evaluation& e) const;
@@ -81,7 +97,22 @@ class Evaluator {
   bool run_round(Evaluation& e, int round, bool probe, const std::string& cupti_kind) const;
   std::map<std::string, std::string> env_for(const Evaluation& e) const;
   Command harness_command(const Evaluation& e, const std::string& mode, const std::filesystem::path& json_out) const;
+  bool uses_worker(const Evaluation& e) const;
+  bool cupti_applies(const Evaluation& e) const;
+  // `e`'s worker running under `cupti_kind` (restarted when it ran under another), or
+  // nullptr with the cause in `st`.
+  HarnessWorker* worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const;
+  std::string initial_kind() const;
+  Command worker_launch(Evaluation& e, const std::string& want, std::map<std::string, std::string>& env) const;
+  bool ask_worker(Evaluation& e, const nlohmann::json& req, const std::string& cupti_kind, double timeout_s,
+                  StageResult& st, const char* stage_name, nlohmann::json& answer) const;
   EvaluatorOptions opt_;
+  struct WorkerSlot {
+    std::unique_ptr<HarnessWorker> worker;
+    std::string cupti_kind;
+    std::string command;  // as launched by prestart_workers, for the stage's commands
+  };
+  mutable std::map<std::string, WorkerSlot> workers_;  // by implementation id
 };
 
 }  // namespace magpie::kernel

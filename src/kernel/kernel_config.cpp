@@ -177,6 +177,7 @@ struct Reader {
     if (!n.IsMap()) fail(key, "expected a map", "e.g. performance: {timeout_seconds: 300}");
     warn_unknown(n, "performance.",
                  {"backend", "timeout_seconds", "ncu", "rocprof_compute", "metrix", "ncu_pass", "rounds",
+                  "min_rounds", "max_rounds",
                   "threshold", "bootstrap_resamples", "bootstrap_seed", "confidence", "peak_tbps", "peak_tflops",
                   "floor_tolerance", "cupti_kind"});
     if (n["backend"]) {
@@ -191,7 +192,15 @@ struct Reader {
       if (ncu["metrics"]) p.ncu_metrics = strings(ncu["metrics"], key + ".ncu.metrics");
     }
     if (n["ncu_pass"]) p.ncu_pass = boolean(n["ncu_pass"], key + ".ncu_pass");
-    if (n["rounds"]) p.rounds = number<int>(n["rounds"], key + ".rounds");
+    if (n["rounds"]) {
+      p.rounds = number<int>(n["rounds"], key + ".rounds");
+      p.rounds_exact = true;
+    }
+    if (n["min_rounds"]) p.min_rounds = number<int>(n["min_rounds"], key + ".min_rounds");
+    if (n["max_rounds"]) p.max_rounds = number<int>(n["max_rounds"], key + ".max_rounds");
+    if (p.min_rounds < 1) fail(key + ".min_rounds", "must be at least 1", "e.g. min_rounds: 3");
+    if (p.max_rounds < p.min_rounds)
+      fail(key + ".max_rounds", "must be at least min_rounds", "e.g. max_rounds: 10");
     if (n["threshold"]) p.threshold = number<double>(n["threshold"], key + ".threshold");
     if (n["bootstrap_resamples"]) p.bootstrap_resamples = number<int>(n["bootstrap_resamples"], key + ".bootstrap_resamples");
     if (n["bootstrap_seed"]) p.bootstrap_seed = number<uint64_t>(n["bootstrap_seed"], key + ".bootstrap_seed");

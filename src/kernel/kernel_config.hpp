@@ -55,7 +55,13 @@ struct PerformanceSettings {
   std::vector<std::string> ncu_metrics;
   bool ncu_pass = false;  // ours: one extra ncu run for DRAM bytes / FLOPs
   // Ours: measurement and verdicts.
-  int rounds = 5;                 // interleaved rounds of the performance run
+  int rounds = 5;                 // interleaved rounds of the performance run, when rounds_exact
+  // Ours: `rounds` given (YAML or --rounds) means exactly that many; otherwise a
+  // compare runs min_rounds, then more until every candidate's verdict is settled
+  // (not AMBIGUOUS), at most max_rounds (performance_rounds.hpp).
+  bool rounds_exact = false;
+  int min_rounds = 3;
+  int max_rounds = 10;
   double threshold = 0.02;        // practical-equivalence band for SAME (±2%)
   int bootstrap_resamples = 2000;
   uint64_t bootstrap_seed = 42;

@@ -68,7 +68,7 @@ void add_kernel_params(json& props, bool compare) {
       s::with_default(s::boolean("Also time per-call latency through the harness"), true);
   props["kernel_config"] =
       s::path("A kernel YAML (from create_kernel_config) instead of file arguments");
-  props["rounds"] = s::integer("Performance rounds (default: the YAML's, else 5)", 1);
+  props["rounds"] = s::integer("Exactly this many performance rounds (default: the YAML's; else compare adapts, 3 to 10 until every verdict is settled, analyze 5)", 1);
   props["output_dir"] = s::with_default(s::path("Workspaces go under this folder"), "./results");
   props["environment"] =
       s::with_default(s::one_of("Where to run (local only here)", {"local"}), "local");

@@ -73,7 +73,8 @@ std::string compare_yaml_text(const ReplayTarget& t, std::string_view trace_name
       "correctness:\n"
       "  seeds: 3\n"
       "performance:\n"
-      "  rounds: 5\n"
+      "  min_rounds: 3    # then more until the verdict is settled, at most max_rounds;\n"
+      "  max_rounds: 10   # `rounds: N` (or --rounds N) for exactly N\n"
       "latency:\n"
       "  min_time_s: 0.3   # per round; a replayed op is one call of at most a few ms\n"
       "  max_time_s: 3\n",

@@ -21,7 +21,8 @@ def test_correctness_checks_on_cpu_tensors():
     r = subprocess.run(
         [str(env.PY), "-m", "pytest", "-q", "-rs",
          str(REPO / "python" / "magpie_bench" / "tests" / "test_check_cpu.py"),
-         str(REPO / "python" / "magpie_bench" / "tests" / "test_integrity_cpu.py")],
+         str(REPO / "python" / "magpie_bench" / "tests" / "test_integrity_cpu.py"),
+         str(REPO / "python" / "magpie_bench" / "tests" / "test_worker_cpu.py")],
         env={**os.environ, "PYTHONPATH": str(REPO / "python")}, capture_output=True, text=True)
     summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

@@ -247,3 +247,56 @@ def test_analyze_builds_from_another_folder_with_nvccs_default_arch(magpie, no_g
         assert f"vector_add: correctness FAILED: {cause}" in proc.stderr, proc.stderr
         assert proc.returncode == 1
     assert reports[0]["results"][0]["correctness_result"]["cause"] == reports[1]["results"][0]["correctness_result"]["cause"]
+
+
+CRASH = """import os, torch
+def get_inputs():
+    return [torch.randn(64, 128)]
+def softmax(x):
+    os._exit(3)
+"""
+HANG = """import time, torch
+def get_inputs():
+    return [torch.randn(64, 128)]
+def softmax(x):
+    time.sleep(3600)
+"""
+ISOLATION_YAML = """kernels:
+  - id: base
+    type: pytorch
+    bench_target: {module: baseline, callable: softmax, get_inputs: get_inputs}
+  - id: crash
+    type: pytorch
+    bench_target: {module: crash, callable: softmax, get_inputs: get_inputs}
+  - id: hang
+    type: pytorch
+    bench_target: {module: hang, callable: softmax, get_inputs: get_inputs}
+  - id: manual
+    type: pytorch
+    bench_target: {module: candidate, callable: softmax, get_inputs: get_inputs}
+correctness: {seeds: 2, timeout_seconds: 5}
+"""
+
+
+def test_a_crash_or_hang_in_a_harness_worker_costs_that_candidate_only(magpie, no_gpu, torch_python, tmp_path):
+    """Issue 28 item 1: each implementation's harness worker is its own process group; one that dies
+    or hangs in a request fails that implementation with the reason, and the others finish."""
+    folder = kernel_folder(tmp_path)
+    (folder / "crash.py").write_text(CRASH)
+    (folder / "hang.py").write_text(HANG)
+    (folder / "isolation.yaml").write_text(ISOLATION_YAML)
+    proc = run(magpie, folder, "compare", "-k", "isolation.yaml", "-o", "out",
+               extra_env={"MAGPIE_PYTHON": torch_python})
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # not all correct
+    report = only_report(folder / "out", "compare_report.json")
+    states = {s["kernel_id"]: s["correctness_state"] for s in report["summary"]}
+    assert states == {"base": "SUCCESS", "crash": "FAILED", "hang": "FAILED", "manual": "SUCCESS"}, states
+    assert "crash: correctness FAILED: the harness worker ended (exit 3) before answering" in proc.stderr, proc.stderr
+    assert "hang: correctness FAILED: timed out after 5.0 s" in proc.stderr, proc.stderr
+    ws = Path(report["workspace"]) if "workspace" in report else next((folder / "out").glob("compare_*"))
+    for ok in ("base", "manual"):
+        log = (ws / ok / "harness_worker.log").read_text()
+        assert log.count("$ ") == 1 and "magpie_bench worker" in log, log  # one worker, started once
+    # The hung worker's process group is gone (killed on the timeout), not left behind.
+    left = subprocess.run(["pgrep", "-f", str(ws / "hang")], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout

@@ -720,3 +720,29 @@ def test_long_calls_queue_behind_max_jobs(magpie, store_env, vllm_server, tiny_m
     finally:
         if s.proc.poll() is None:
             os.killpg(s.proc.pid, signal.SIGKILL)
+
+
+def test_compare_streams_each_candidates_verdict_before_the_result(target, tmp_path):
+    """Issue 28 item 4: a compare of five candidates sends one verdict progress message per
+    candidate as it settles (adaptive rounds), before the final result. Testcases (timed without a GPU) print
+    the latency contract's line (no GPU needed): 1.0 ms baseline; twins, a 2x faster, a 2x slower."""
+    def entry(kid, ms):
+        line = 'MAGPIE_LATENCY_JSON: {"mode":"events","stats":{"samples_ms":[%s]}}' % ",".join([str(ms)] * 5)
+        return f"  - {{id: {kid}, type: pytorch, testcase_command: [sh, -c, {json.dumps('echo ' + json.dumps(line))}]}}\n"
+    config = tmp_path / "compare.yaml"
+    config.write_text("kernels:\n" + entry("base", 1.0) + entry("twin_a", 1.0) + entry("twin_b", 1.0) +
+                      entry("fast", 0.5) + entry("slow", 2.0) + entry("twin_c", 1.0))
+    seen = []
+
+    async def progress(p, total, message):
+        seen.append(message or "")
+
+    result, tool = run(call(target, "compare", {"kernel_config": str(config), "output_dir": str(tmp_path / "out")},
+                            progress))
+    check_result(result, tool)
+    verdicts = [m for m in seen if m.startswith("verdict: ")]
+    assert len(verdicts) == 5, seen
+    expected = {"twin_a": "SAME", "twin_b": "SAME", "twin_c": "SAME", "fast": "FASTER", "slow": "SLOWER"}
+    for kid, verdict in expected.items():
+        assert any(m.startswith(f"verdict: [{kid}] {verdict} ") and m.endswith("after 3 rounds") for m in verdicts), \
+            (kid, verdicts)

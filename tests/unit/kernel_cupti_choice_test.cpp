@@ -44,7 +44,7 @@ TEST(CuptiChoice, UnfinishedProbesDoNotDecide) {
   auto none = choose_cupti_kind("auto", {{"a", false, 0}});
   EXPECT_EQ(none.kind, "concurrent");
   EXPECT_FALSE(none.probe_overlap_ns.has_value());
-  EXPECT_TRUE(has(none.reason, "no probe round finished")) << none.reason;
+  EXPECT_TRUE(has(none.reason, "no first round finished")) << none.reason;
 }
 
 TEST(CuptiChoice, ExplicitKindIsTakenAsConfigured) {

@@ -184,16 +184,18 @@ TEST_F(CuptiRounds, AutoProbeChoosesSerialWhenNoStreamsOverlap) {
   EXPECT_EQ(choice.chosen_by, "auto");
   EXPECT_EQ(choice.probe_overlap_ns, 0);
   for (const auto& e : evals) {
-    ASSERT_EQ(e.rounds.size(), 4u) << e.spec.id;  // the probe, then rounds 0-2
+    // No separate probe pass: the first round (r0, concurrent) decided serial, so it
+    // counts as the probe and three serial rounds (r1-r3) follow.
+    ASSERT_EQ(e.rounds.size(), 4u) << e.spec.id;
     const auto& probe = e.rounds[0];
     EXPECT_TRUE(probe.probe);
     EXPECT_EQ(probe.round, -1);
     EXPECT_EQ(probe.cupti_kind, "concurrent");
     EXPECT_EQ(probe.cross_stream_overlap_ns, 0);  // same-stream overlap does not count
-    EXPECT_NE(text_of(e.dir / "performance_probe.log").find("kind=concurrent"), std::string::npos);
-    EXPECT_TRUE(fs::exists(e.dir / "kernels_probe.jsonl"));
-    for (int r = 0; r < 3; ++r) {
-      const auto& m = e.rounds[static_cast<size_t>(r) + 1];
+    EXPECT_NE(text_of(e.dir / "performance_r0.log").find("kind=concurrent"), std::string::npos);
+    EXPECT_FALSE(fs::exists(e.dir / "kernels_probe.jsonl"));
+    for (int r = 1; r <= 3; ++r) {
+      const auto& m = e.rounds[static_cast<size_t>(r)];
       EXPECT_FALSE(m.probe);
       EXPECT_EQ(m.round, r);
       EXPECT_EQ(m.cupti_kind, "serial");
@@ -224,8 +226,10 @@ TEST_F(CuptiRounds, AutoProbeKeepsConcurrentWhenStreamsOverlap) {
   EXPECT_EQ(choice.probe_overlap_ns, 2000);
   EXPECT_NE(choice.reason.find("two_streams"), std::string::npos) << choice.reason;
   for (const auto& e : evals) {
-    ASSERT_EQ(e.rounds.size(), 4u);
+    // concurrent kept: the deciding first round is a measured round, no extra run.
+    ASSERT_EQ(e.rounds.size(), 3u);
     for (const auto& m : e.rounds) {
+      EXPECT_FALSE(m.probe);
       EXPECT_EQ(m.cupti_kind, "concurrent");
       EXPECT_EQ(m.cross_stream_overlap_ns, e.spec.id == "two_streams" ? 2000 : 0);
       EXPECT_EQ(m.cupti_kernels, 1u);
@@ -433,6 +437,59 @@ TEST(GpuInfo, ComputeCapToArch) {
   GpuInfo h200{"NVIDIA", "NVIDIA H200", "sm_90"};
   fill_peaks(h200);
   EXPECT_DOUBLE_EQ(h200.peak_tbps, 4.8);
+}
+
+// Adaptive rounds (issue 28 item 3): a settled candidate stops after min_rounds,
+// an AMBIGUOUS one goes on to max_rounds with the baseline; --rounds N is exactly N.
+struct AdaptiveRounds : KernelEvaluatorTest {
+  // Five samples per run: `ms`, or alternating ms / ms2 from run to run (counted in a file).
+  Command program(const std::string& id, const std::string& ms, const std::string& ms2 = "") {
+    std::string script = fmt::format(
+        "n=$(( $(cat {0}/{1}.n 2>/dev/null || echo 0) + 1 )); echo $n > {0}/{1}.n; v={2}; "
+        "[ -n \"{3}\" ] && [ $((n % 2)) = 0 ] && v={3}; "
+        "echo \"MAGPIE_LATENCY_JSON: {{\\\"mode\\\":\\\"events\\\",\\\"stats\\\":{{\\\"samples_ms\\\":[$v,$v,$v,$v,$v]}}}}\"",
+        ws.string(), id, ms, ms2);
+    return {"sh", "-c", script};
+  }
+  std::vector<Evaluation> run(EvaluatorOptions opt, std::vector<std::string>* settled = nullptr) {
+    Evaluator ev(opt);
+    std::vector<Evaluation> evals{indexed(0, "base", {}, {program("base", "1.0")}),
+                                  indexed(1, "same", {}, {program("same", "1.0")}),
+                                  indexed(2, "open", {}, {program("open", "1.0", "1.05")})};
+    for (auto& e : evals) ev.prepare(e);
+    RoundsPlan plan;
+    plan.baseline = 0;
+    run_performance_rounds(ev, evals, {}, plan,
+                           [settled](const Evaluation& e, const std::optional<SpeedupEstimate>& est, int rounds) {
+                             if (settled)
+                               settled->push_back(fmt::format("{} {} {}", e.spec.id,
+                                                              est ? to_string(est->verdict) : "open", rounds));
+                           });
+    for (auto& e : evals) ev.finish(e);
+    return evals;
+  }
+};
+
+TEST_F(AdaptiveRounds, SettledCandidatesStopAndOpenOnesRunToTheCap) {
+  auto opt = roomy_options();
+  opt.performance.min_rounds = 3;
+  opt.performance.max_rounds = 6;
+  std::vector<std::string> settled;
+  auto evals = run(opt, &settled);
+  EXPECT_EQ(evals[0].samples_by_round().size(), 6u);  // the baseline runs while any verdict is open
+  EXPECT_EQ(evals[1].samples_by_round().size(), 3u);  // SAME after the minimum: not measured again
+  EXPECT_EQ(evals[2].samples_by_round().size(), 6u);  // AMBIGUOUS to the cap
+  EXPECT_EQ(settled, (std::vector<std::string>{"same SAME 3", "open open 6"}));
+}
+
+TEST_F(AdaptiveRounds, ExactRoundsMeanExactlyThatMany) {
+  auto opt = roomy_options();
+  opt.performance.rounds = 4;
+  opt.performance.rounds_exact = true;
+  std::vector<std::string> settled;
+  auto evals = run(opt, &settled);
+  for (const auto& e : evals) EXPECT_EQ(e.samples_by_round().size(), 4u) << e.spec.id;
+  EXPECT_TRUE(settled.empty());  // no adaptive verdicts along the way
 }
 
 }  // namespace
