@@ -35,7 +35,7 @@ void ServeOptions::register_with(CLI::App* sub) {
       "Benchmark YAML (docs/MAGPIE_COMPATIBILITY.md §3)", magpie)
       ->check(CLI::ExistingFile);
   add(sub, "-m,--model", model_, "Model id or local path", magpie);
-  add(sub, "-p,--precision", precision_, "fp8|fp16|bf16|fp4 (default fp8)", magpie);
+  add(sub, "-p,--precision", precision_, "fp8|fp16|bf16|fp4|mxfp4|mxfp8|w4a16 (default fp8)", magpie);
   add(sub, "--tp", tp_, "Tensor parallel size (default 1)", magpie);
   add(sub, "--concurrency", concurrency_, "Max concurrency (default 32); a list 4,8 sweeps",
       magpie);

@@ -325,7 +325,7 @@ Tool benchmark_tool() {
   t.input_schema = s::input(
       {{"framework", s::one_of("Inference engine", {"vllm", "sglang", "atom"})},
        {"model", s::path("Model name or path")},
-       {"precision", s::with_default(s::one_of("", {"fp8", "fp16", "bf16", "fp4"}), "fp8")},
+       {"precision", s::with_default(s::one_of("", {"fp8", "fp16", "bf16", "fp4", "mxfp4", "mxfp8", "w4a16"}), "fp8")},
        {"run_mode",
         s::with_default(s::one_of("docker, or local (engine on PATH)", {"docker", "local"}),
                         "docker")},

@@ -14,6 +14,7 @@
 #include "core/file_io.hpp"
 #include "serve/benchmark_keys.hpp"
 #include "serve/engine_command.hpp"
+#include "serve/engine_precision.hpp"
 
 namespace magpie::serve {
 
@@ -158,6 +159,11 @@ TraceLensSettings parse_tracelens(const YAML::Node& t, const std::string& path, 
       s.analysis_stages.push_back(*stage);
   }
   s.num_steps = v.integer(t, path, "num_steps", s.num_steps, NumberKind::kNonNegativeInt);
+  // The public tool's older spelling: export_csv / export_excel booleans.
+  if (!Values::has(t, "export_format") && (Values::has(t, "export_csv") || Values::has(t, "export_excel"))) {
+    const bool csv = v.boolean(t, path, "export_csv", false), excel = v.boolean(t, path, "export_excel", false);
+    s.export_format = csv && excel ? "both" : excel ? "excel" : "csv";
+  }
   s.export_format = v.text(t, path, "export_format", s.export_format);
   if (s.export_format != "csv" && s.export_format != "excel" && s.export_format != "both")
     v.fail(t["export_format"], Values::join(path, "export_format"), "csv, excel or both");
@@ -218,6 +224,9 @@ std::optional<NumberKind> env_number_kind(const std::string& key) {
     return NumberKind::kPositiveInt;
   if (key == "RANDOM_RANGE_RATIO") return NumberKind::kRangeRatio;
   if (key == "PORT") return NumberKind::kPort;
+  if (key == "REQUEST_RATE") return NumberKind::kRate;
+  if (key == "SEED") return NumberKind::kNonNegativeInt;
+  if (key == "GPU_MEMORY_UTILIZATION" || key == "GPU_MEM_UTIL") return NumberKind::kPositive;
   return std::nullopt;
 }
 
@@ -429,6 +438,8 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     const auto p = at("gap_analysis");
     c.gap.find_kernel_sources = v.boolean(g, p, "find_kernel_sources", false);
     c.gap.kernel_source_repos = v.strings(g, p, "kernel_source_repos", {});
+    c.gap.auto_clone_repos = v.boolean(g, p, "auto_clone_repos", c.gap.auto_clone_repos);
+    c.gap.repos_base_dir = v.text(g, p, "repos_base_dir", "");
     c.gap.enabled = v.boolean(g, p, "enabled", c.gap.enabled);
     c.gap.start_pct = v.number(g, p, "trace_start_pct", 0, NumberKind::kPercent);
     c.gap.end_pct = v.number(g, p, "trace_end_pct", 100, NumberKind::kPercent);
@@ -468,6 +479,10 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   if (auto s = v.section(b, top, "sweep_matrix"); s.IsMap()) {
     const auto p = at("sweep_matrix");
     c.on_failure = v.text(s, p, "on_failure", c.on_failure);
+    // The public tool's place for the readiness limit; server_lifecycle's wins when both are given.
+    if (!Values::has(v.section(b, top, "server_lifecycle"), "server_ready_timeout_s"))
+      c.server_ready_timeout_s =
+          v.number(s, p, "server_ready_timeout_s", c.server_ready_timeout_s, NumberKind::kNonNegative);
     if (Values::has(s, "cases")) {
       auto cases = s["cases"];
       const auto cp = Values::join(p, "cases");
@@ -516,6 +531,12 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     if (Values::has(cl, "slo_tpot_ms")) o.slo.tpot_ms = v.number(cl, p, "slo_tpot_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_e2el_ms")) o.slo.e2el_ms = v.number(cl, p, "slo_e2el_ms", 0, NumberKind::kPositive);
   }
+  // The public tool's env names for two client knobs (checked as numbers above); client: wins.
+  const YAML::Node client_section = v.section(b, top, "client");
+  if (auto rate = c.env("REQUEST_RATE"); !rate.empty() && !Values::has(client_section, "request_rate"))
+    c.client.request_rates = parse_double_list(rate, "envs.REQUEST_RATE");
+  if (auto seed = c.env("SEED"); !seed.empty() && !Values::has(client_section, "seed"))
+    c.client.seed = static_cast<uint64_t>(*parse_number(seed, NumberKind::kNonNegativeInt));
   return c;
 }
 
@@ -523,6 +544,50 @@ BenchmarkConfig load_benchmark_yaml(const std::filesystem::path& path) {
   auto buf = read_file(path);
   return parse_benchmark_yaml(std::string(buf.view()), path.string());
 }
+
+namespace {
+
+// The public tool's names for a client-only run (its wrapper script reads them
+// from `envs:` or the environment): BENCHMARK_BASE_URL is the server to load,
+// MAGPIE_BENCHMARK_BACKEND / MAGPIE_BENCHMARK_ENDPOINT pick completions or chat.
+// A value in envs (YAML or --env) wins over the process environment; an explicit
+// endpoint / --endpoint / --api wins over both.
+std::string client_name(const BenchmarkConfig& c, const char* key) {
+  if (auto v = c.env(key); !v.empty()) return v;
+  const char* e = std::getenv(key);
+  return e ? e : "";
+}
+
+void apply_client_only_names(BenchmarkConfig& c, bool endpoint_given, bool api_given) {
+  if (auto url = client_name(c, "BENCHMARK_BASE_URL"); !url.empty() && !endpoint_given && c.endpoint.empty())
+    c.endpoint = url;
+  if (api_given) return;
+  std::optional<ApiKind> by_backend, by_path;
+  const auto backend = client_name(c, "MAGPIE_BENCHMARK_BACKEND");
+  if (backend == "openai-chat")
+    by_backend = ApiKind::kChat;
+  else if (backend == "openai" || backend == "vllm" || backend == "sglang" || backend == "atom")
+    by_backend = ApiKind::kCompletions;
+  else if (!backend.empty())
+    throw config_value_error({"MAGPIE_BENCHMARK_BACKEND"}, "MAGPIE_BENCHMARK_BACKEND",
+                             "openai-chat (chat completions) or openai, vllm, sglang, atom (completions)", backend);
+  const auto path = client_name(c, "MAGPIE_BENCHMARK_ENDPOINT");
+  if (path == "/v1/chat/completions")
+    by_path = ApiKind::kChat;
+  else if (path == "/v1/completions")
+    by_path = ApiKind::kCompletions;
+  else if (!path.empty())
+    throw config_value_error({"MAGPIE_BENCHMARK_ENDPOINT"}, "MAGPIE_BENCHMARK_ENDPOINT",
+                             "/v1/completions or /v1/chat/completions", path);
+  if (by_backend && by_path && *by_backend != *by_path)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("MAGPIE_BENCHMARK_BACKEND={} and MAGPIE_BENCHMARK_ENDPOINT={} disagree", backend, path),
+                "", std::nullopt, "use openai-chat with /v1/chat/completions, openai with /v1/completions");
+  if (by_backend) c.client.api = *by_backend;
+  else if (by_path) c.client.api = *by_path;
+}
+
+}  // namespace
 
 void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.run_mode) c.run_mode = *f.run_mode;
@@ -604,6 +669,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;
+  apply_client_only_names(c, f.endpoint.has_value(), f.api.has_value());
 }
 
 void validate(const BenchmarkConfig& c) {
@@ -634,8 +700,9 @@ void validate(const BenchmarkConfig& c) {
   if (c.client.dataset != "random" && c.client.dataset_path.empty())
     throw Error(ErrorKind::kUsage,
                 fmt::format("dataset {} needs --dataset-path", c.client.dataset));
-  if (c.precision != "fp8" && c.precision != "fp16" && c.precision != "bf16" && c.precision != "fp4")
-    throw Error(ErrorKind::kUsage, fmt::format("precision '{}': use fp8, fp16, bf16 or fp4", c.precision));
+  if (!known_precision(c.precision))
+    throw Error(ErrorKind::kUsage,
+                fmt::format("precision '{}': use fp8, fp16, bf16, fp4, mxfp4, mxfp8 or w4a16", c.precision));
   if (c.timeout_seconds < 0)
     throw Error(ErrorKind::kUsage, fmt::format("timeout_seconds {}: use 0 (none) or more", c.timeout_seconds));
   (void)c.cases();  // parses every number

@@ -45,6 +45,10 @@ struct GapSettings {
   std::vector<std::string> ignore_categories{"gpu_user_annotation", "user_annotation"};
   bool find_kernel_sources = false;
   std::vector<std::string> kernel_source_repos;  // a YAML list or a comma string
+  // A kernel_source_repos entry that is a git remote (a URL, git@host:path or
+  // NAME.git) is cloned into repos_base_dir before the run (serve/source_repos).
+  bool auto_clone_repos = true;
+  std::string repos_base_dir;  // empty: ~/.cache/magpie/repos
 };
 
 // profiler.tracelens (docs/MAGPIE_COMPATIBILITY.md §3); `enabled` is BenchmarkConfig::tracelens.

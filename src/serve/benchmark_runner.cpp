@@ -28,6 +28,7 @@
 #include "serve/profiling.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/request_log.hpp"
+#include "serve/source_repos.hpp"
 #include "serve/system_profiler.hpp"
 
 namespace magpie::serve {
@@ -616,6 +617,13 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.warnings = c.warnings;
   std::optional<SystemProfilerPlan> system_profiler = plan_system_profiler(c, report);
   GpuLocks gpu_locks = resolve_engine_settings(c, report);
+  // Before anything starts: a repository that cannot be cloned ends the run
+  // here, with nothing measured to lose.
+  if (c.torch_profiler && c.gap.enabled && c.gap.find_kernel_sources) {
+    SourceRepos repos = prepare_source_repos(c.gap, ctx.stop);
+    c.gap.kernel_source_repos = std::move(repos.paths);
+    report.warnings.insert(report.warnings.end(), repos.notes.begin(), repos.notes.end());
+  }
   if (!c.endpoint.empty()) require_listening(Endpoint::parse(c.endpoint));
   // The model's vocabulary bounds random token ids: known now from a local
   // folder or the HF cache, else from the server's model card once it is ready.

@@ -34,7 +34,9 @@ std::vector<std::string> engine_argv(const EngineSpec& s) {
     case Framework::kVllm:
       a = {s.vllm_executable,        "serve", s.model, "--host", s.host, "--port", port,
            "--tensor-parallel-size", tp};
-      if (s.gpu) a.insert(a.end(), {"--gpu-memory-utilization", "0.95"});
+      if (s.gpu)
+        a.insert(a.end(), {"--gpu-memory-utilization",
+                           s.gpu_memory_utilization.empty() ? "0.95" : s.gpu_memory_utilization});
       if (!s.max_model_len.empty()) a.insert(a.end(), {"--max-model-len", s.max_model_len});
       a.push_back("--trust-remote-code");
       break;

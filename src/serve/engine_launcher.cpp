@@ -48,6 +48,7 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
   spec.port = c.port() ? *c.port() : free_port();
   spec.tp = static_cast<int>(c.tensor_parallel());
   spec.max_model_len = c.env("MAX_MODEL_LEN");
+  spec.gpu_memory_utilization = c.env("GPU_MEMORY_UTILIZATION", c.env("GPU_MEM_UTIL"));
   spec.gpu = c.engine_gpu;
   const char* extra_key = fw == Framework::kVllm     ? "EXTRA_VLLM_ARGS"
                           : fw == Framework::kSglang ? "EXTRA_SGLANG_ARGS"

@@ -51,6 +51,13 @@ const std::vector<PrecisionRow>& table() {
   return rows;
 }
 
+// The public tool's examples also name formats that only a checkpoint
+// quantized ahead of time carries (MXFP4/MXFP8, 4-bit weights with 16-bit
+// activations): no engine flag turns them on, so they are read like fp4.
+bool checkpoint_only(const std::string& precision) {
+  return precision == "mxfp4" || precision == "mxfp8" || precision == "w4a16";
+}
+
 bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
     return a == flag || a.rfind(flag + "=", 0) == 0;
@@ -59,15 +66,24 @@ bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
 
 }  // namespace
 
+bool known_precision(const std::string& precision) {
+  return precision == "fp8" || precision == "fp16" || precision == "bf16" || precision == "fp4" ||
+         checkpoint_only(precision);
+}
+
 PrecisionArgs precision_args(Framework framework, const std::string& precision,
                              const std::vector<std::string>& given_args) {
+  if (checkpoint_only(precision))
+    return {{}, fmt::format("precision {} is not applied: the engine reads it from a pre-quantized "
+                            "checkpoint; use a {} model",
+                            precision, precision)};
   const auto& rows = table();
   auto it = std::find_if(rows.begin(), rows.end(), [&](const PrecisionRow& r) {
     return r.framework == framework && r.precision == precision;
   });
   if (it == rows.end())
     throw Error(ErrorKind::kUsage,
-                fmt::format("precision '{}': use fp8, fp16, bf16 or fp4", precision));
+                fmt::format("precision '{}': use fp8, fp16, bf16, fp4, mxfp4, mxfp8 or w4a16", precision));
   PrecisionArgs out;
   if (it->args.empty()) {
     out.warning = fmt::format("precision {} is not applied: {}", precision, it->why_not);

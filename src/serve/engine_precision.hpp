@@ -1,5 +1,5 @@
 #pragma once
-// `precision` (fp8 | fp16 | bf16 | fp4) → each engine's own flags, in one
+// `precision` (fp8 | fp16 | bf16 | fp4 | mxfp4 | mxfp8 | w4a16) → each engine's own flags, in one
 // table: adding an engine or a precision is one row.
 #include <string>
 #include <vector>
@@ -18,5 +18,8 @@ struct PrecisionArgs {
 // Throws Error(kUsage) for a precision name no engine knows.
 PrecisionArgs precision_args(Framework framework, const std::string& precision,
                              const std::vector<std::string>& given_args);
+
+// One of the precision names above.
+bool known_precision(const std::string& precision);
 
 }  // namespace magpie::serve

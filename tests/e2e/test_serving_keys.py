@@ -430,3 +430,70 @@ def test_client_flags_shape_the_load(magpie, tmp_path, stub):
     # CONC x 10 = 20 requests a count-bounded case would send, and over in about the duration.
     assert 1.0 <= report["throughput"]["duration_seconds"] < 10, report["throughput"]
     assert report["throughput"]["completed_requests"] > 20, report["throughput"]
+
+
+# --- the public Magpie tool's names (issue #31 item 5) ------------------------------
+
+def test_public_client_only_example_runs_against_benchmark_base_url(magpie, tmp_path, stub):
+    # AMD-AGI/Magpie examples/benchmarks/benchmark_sglang_client_only.yaml, its keys as
+    # written there; the workload made small for the stub.
+    cfg = tmp_path / "client_only.yaml"
+    cfg.write_text(
+        "benchmark:\n  framework: sglang\n  model: timed-stub\n  precision: fp8\n  run_mode: docker\n"
+        '  docker_image: "your-client-image:version"\n  benchmark_script: "sglang_mi355x.sh"\n'
+        "  timeout_seconds: 3600\n  envs:\n"
+        f'    BENCHMARK_BASE_URL: "http://127.0.0.1:{stub}"\n'
+        "    CONC: 2\n    ISL: 8\n    OSL: 4\n    NUM_PROMPTS: 6\n    RANDOM_RANGE_RATIO: 0\n"
+        '    MAGPIE_BENCHMARK_BACKEND: "openai"\n    MAGPIE_BENCHMARK_ENDPOINT: "/v1/completions"\n'
+        "  profiler:\n    torch_profiler:\n      enabled: false\n    system_profiler:\n      enabled: false\n"
+        "    tracelens:\n      enabled: false\n")
+    proc, report, _ = run(magpie, ["-b", cfg], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "unknown key" not in proc.stderr, proc.stderr
+    assert f"benchmark.benchmark_script: not applicable here:" in proc.stderr, proc.stderr
+    assert any("benchmark.benchmark_script: not applicable here:" in w for w in report["warnings"])
+    assert report["config"]["run_mode"] == "endpoint"  # nothing launched: the stub was loaded
+    assert report["throughput"]["completed_requests"] == 6
+    # openai-chat sends chat completions; the stub serves only /v1/completions, so each one fails there.
+    cfg.write_text(cfg.read_text().replace('"openai"', '"openai-chat"').replace('"/v1/completions"', '"/v1/chat/completions"'))
+    proc, report, ws = run(magpie, ["-b", cfg], tmp_path / "chat")
+    assert report["throughput"]["completed_requests"] == 0, report["throughput"]
+    assert "/v1/chat/completions" in (ws / "config.yaml").read_text()
+    assert any("404" in e for e in report["errors"] + report["warnings"]), report["errors"]
+
+
+def make_bare_repo(tmp_path) -> Path:
+    """A bare repository with one commit, as a remote to clone (no network)."""
+    work, bare = tmp_path / "work", tmp_path / "aiter.git"
+    work.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q", "--bare", str(bare))
+    git("-C", str(work), "init", "-q")
+    (work / "gemm.py").write_text("def gemm_a8w8_kernel(): pass\n")
+    git("-C", str(work), "add", "gemm.py")
+    git("-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    git("-C", str(work), "push", "-q", str(bare), "HEAD:refs/heads/main")
+    git("--git-dir", str(bare), "symbolic-ref", "HEAD", "refs/heads/main")
+    return bare
+
+
+def test_auto_clone_repos_clones_into_repos_base_dir_before_anything_starts(magpie, tmp_path):
+    bare = make_bare_repo(tmp_path)
+    base = tmp_path / "repos"
+    cfg = yaml_config(tmp_path, "  gap_analysis:\n    find_kernel_sources: true\n"
+                      f"    kernel_source_repos: [file://{bare}]\n    auto_clone_repos: true\n"
+                      f"    repos_base_dir: {base}\n")
+    cfg.write_text(cfg.read_text().replace("torch_profiler: {enabled: false}", "torch_profiler: {enabled: true}"))
+    # Nothing listens at port 9: the run ends there (exit 7), after the clone.
+    proc, report, _ = run(magpie, ["-b", cfg, "--endpoint", "http://127.0.0.1:9"], tmp_path)
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    assert "could not clone" not in proc.stderr
+    assert (base / "aiter" / "gemm.py").read_text().startswith("def gemm_a8w8_kernel")
+    # A repository that is not there: exit 7 before anything starts, naming it and git's message.
+    missing = tmp_path / "missing.git"
+    cfg.write_text(cfg.read_text().replace(f"file://{bare}", str(missing)))
+    proc, report, _ = run(magpie, ["-b", cfg, "--endpoint", "http://127.0.0.1:9"], tmp_path / "bad")
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    assert f"could not clone {missing}" in proc.stderr and "fatal:" in proc.stderr, proc.stderr
+    assert report is None  # no workspace: nothing was started
+    assert not (base / "missing").exists()

@@ -1,6 +1,6 @@
 // profiler.tracelens.* and gap_analysis.{find_kernel_sources, kernel_source_repos}
 // in the benchmark YAML: each key is parsed into the typed config, no longer
-// reported as "accepted but not applied", and changes what the analysis
+// reported as "not applicable here", and changes what the analysis
 // writes (run here on real traces from tests/data, the same calls the
 // benchmark runner makes after a profiled run).
 #include <gtest/gtest.h>
@@ -70,7 +70,7 @@ TEST(BenchmarkTraceLensKeys, EveryKeyIsParsedAndNoneIsReportedUnapplied) {
   EXPECT_TRUE(c.gap.find_kernel_sources);
   EXPECT_EQ(c.gap.kernel_source_repos, (std::vector<std::string>{"/a", "/b"}));
   for (const auto& w : c.warnings) {
-    EXPECT_EQ(w.find("not applied"), std::string::npos) << w;
+    EXPECT_EQ(w.find("not applicable here"), std::string::npos) << w;
   }
   const analysis::TraceLensOptions o = tracelens_options(t);
   EXPECT_EQ(o.mode, "pytorch");
