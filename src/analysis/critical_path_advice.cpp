@@ -113,15 +113,22 @@ CriticalPathSummary summarize_critical_path(const trace::Trace& trace, const Dep
 
 std::optional<CriticalPathSummary> summarize_critical_path(const trace::Trace& trace,
                                                            const trace::TraceLinks& links,
-                                                           size_t bound_ops, size_t top_ops) {
+                                                           size_t bound_ops, size_t top_ops,
+                                                           const std::vector<std::string>& named_ops) {
   const DependencyGraph g = build_dependency_graph(trace, links);
   if (g.stats.gpu_nodes == 0) return std::nullopt;
   std::vector<std::string> window_warnings;
   const auto windows = path_windows(trace, links, g, window_warnings);
   CriticalPathReport report = analyze_critical_path(trace, links, g, windows);
   report.warnings.insert(report.warnings.end(), window_warnings.begin(), window_warnings.end());
-  return summarize_critical_path(trace, g, windows, report, op_gain_bounds(trace, g, windows, bound_ops),
-                                 top_ops);
+  CriticalPathSummary s = summarize_critical_path(trace, g, windows, report,
+                                                  op_gain_bounds(trace, g, windows, bound_ops), top_ops);
+  for (const auto& name : named_ops) {
+    const bool seen = std::any_of(s.named_gpu_gains.begin(), s.named_gpu_gains.end(),
+                                  [&](const auto& p) { return p.first == name; });
+    if (!seen) s.named_gpu_gains.emplace_back(name, what_if(trace, g, windows, parse_scenario("op:" + name + ":inf")).gain_ns());
+  }
+  return s;
 }
 
 std::vector<Recommendation> rank_recommendations(const CriticalPathSummary& s) {

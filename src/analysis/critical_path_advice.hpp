@@ -46,6 +46,9 @@ struct CriticalPathSummary {
   int64_t gpu_total_ns = 0;                       // all GPU work (kernel share's whole)
   std::vector<OpGainBound> bounds;
   std::vector<HostFix> host_fixes;  // launch:0, sync:0, cpu:2x, in that order
+  // Ops asked for by name: the end-to-end gain with the GPU work launched
+  // inside them (any depth) at zero (scenario op:NAME:inf).
+  std::vector<std::pair<std::string, int64_t>> named_gpu_gains;
   std::vector<std::string> warnings;
   // CPU-, launch- or sync-bound, or the GPU busy less than half the window.
   bool host_bound() const;
@@ -55,7 +58,8 @@ struct CriticalPathSummary {
 // the trace has no GPU work. `bound_ops`: ops per side with a gain bound.
 std::optional<CriticalPathSummary> summarize_critical_path(const trace::Trace& trace,
                                                            const trace::TraceLinks& links,
-                                                           size_t bound_ops = 10, size_t top_ops = 10);
+                                                           size_t bound_ops = 10, size_t top_ops = 10,
+                                                           const std::vector<std::string>& named_ops = {});
 // The same from parts already built (magpie whatif has them).
 CriticalPathSummary summarize_critical_path(const trace::Trace& trace, const DependencyGraph& g,
                                             const std::vector<PathWindow>& windows,
