@@ -140,6 +140,8 @@ void write_outputs(const WhatIfOutcome& out, const std::filesystem::path& dir,
   put("whatif.csv", whatif.str());
 }
 
+bool has_gpu_work(const RankWhatIf& rank) { return rank.report.graph.gpu_nodes > 0; }
+
 }  // namespace
 
 WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context) {
@@ -164,6 +166,7 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context
     if (g.stats.gpu_nodes == 0) rank.report.warnings.push_back("the trace has no GPU work: the path is host time only");
     for (const auto& s : scenarios) rank.results.push_back(analysis::what_if(t, g, windows, s));
     rank.bounds = analysis::op_gain_bounds(t, g, windows, request.bound_ops);
+    if (g.stats.gpu_nodes > 0) rank.summary = analysis::summarize_critical_path(t, g, windows, rank.report, rank.bounds);
     out.ranks.push_back(std::move(rank));
     if (context.cancelled()) throw Error(ErrorKind::kCancelled, "whatif cancelled");
   }
@@ -248,6 +251,12 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
            {"cycle_edges_dropped", gs.cycle_edges_dropped},
            {"back_to_back_gap_us", round3(us(gs.back_to_back_gap_ns))}}},
          {"warnings", r.warnings}});
+    if (has_gpu_work(rank)) {
+      // The decision the loop acts on (docs/OPTIMIZATION_LOOP.md), as gap analysis reports it.
+      const nlohmann::json summary = analysis::to_json(rank.summary);
+      for (const char* key : {"gpu_busy_pct", "host_bound", "host_fixes", "recommendations", "headline"})
+        ranks.back()[key] = summary[key];
+    }
   }
   return {{"ranks", ranks},
           {"ingest_seconds", outcome.ingest_seconds},
@@ -270,6 +279,7 @@ std::string console_text(const WhatIfOutcome& outcome) {
                            analysis::to_string(static_cast<PathCategory>(c)), pct(totals[c], len));
     }
     s += "  " + parts + "\n";
+    if (has_gpu_work(rank)) s += "  " + analysis::headline(rank.summary) + "\n";
     const auto& ls = r.launch;
     s += fmt::format(
         "  launches: {} | launch→start p50 {:.1f} us, p90 {:.1f} us | launch call p50 {:.1f} us | "
