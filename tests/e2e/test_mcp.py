@@ -29,7 +29,7 @@ from conftest import REPO_ROOT, shared_traces  # noqa: E402
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
 ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
              "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
-             "get_benchmark_result", "compare_benchmark_reports", "tracelens",
+             "get_benchmark_result", "compare_benchmark_reports", "tracelens", "whatif",
              # the Ray tools: called against a real head in test_mcp_ray.py
              "ray_task_status", "ray_task_result", "ray_task_cancel", "ray_task_list", "benchmark_batch"}
 
@@ -317,6 +317,42 @@ def test_gap_analysis_shared_traces(magpie, store_env, tmp_path, files):
                                                      "output_dir": str(tmp_path / "out")}))
     out = check_result(result, tool)
     assert out["report"], out
+
+
+HOST_BOUND = REPO_ROOT / "tests" / "data" / "public_traces" / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
+GPU_BOUND = REPO_ROOT / "tests" / "data" / "public_traces" / "tracelens__torch_compile_triton__trace.json.gz"
+
+
+def test_whatif_then_suggest_optimizations_rank_by_predicted_gain(target, tmp_path):
+    """Launch-/CPU-bound trace: the host fix with its predicted gain comes first; GPU-bound: the top kernel."""
+    result, tool = run(call(target, "whatif", {"trace": str(HOST_BOUND), "scenarios": ["launch:0"]}))
+    report = check_result(result, tool)
+    rank = report["ranks"][0]
+    assert rank["host_bound"] and rank["whatif"][0]["scenario"] == "launch:0" and rank["whatif"][0]["gain_us"] > 0
+    result, tool = run(call(target, "suggest_optimizations", {"analysis_result": report}))
+    first = check_result(result, tool)["suggestions"][0]
+    assert first["kind"] in ("launch", "cpu", "sync") and first["predicted_gain_us"] > 0, first
+    assert first["priority"] == 1
+    # The same decision from a gap_analysis report (its ranks carry the critical path).
+    result, tool = run(call(target, "gap_analysis", {"trace_dir": str(trace_dir_of(tmp_path, HOST_BOUND)),
+                                                     "output_dir": str(tmp_path / "out")}))
+    gap = check_result(result, tool)["report"]
+    result, tool = run(call(target, "suggest_optimizations", {"analysis_result": gap}))
+    advice = check_result(result, tool)
+    assert advice["suggestions"][0]["kind"] == first["kind"], advice["suggestions"][0]
+    assert advice["summary"].startswith("critical path:")
+
+    result, tool = run(call(target, "whatif", {"trace": str(GPU_BOUND)}))
+    report = check_result(result, tool)
+    assert not report["ranks"][0]["host_bound"]
+    result, tool = run(call(target, "suggest_optimizations", {"analysis_result": report}))
+    first = check_result(result, tool)["suggestions"][0]
+    assert first["kind"] == "kernel" and first["applies_to"] == "aten::mm" and first["predicted_gain_us"] > 0, first
+
+
+def test_whatif_bad_scenario_is_a_tool_error(target):
+    result, _ = run(call(target, "whatif", {"trace": str(HOST_BOUND), "scenarios": ["launch:fast"]}))
+    assert result.is_error and "launch:fast" in result.content[0].text
 
 
 def test_tracelens_example_trace(target, tmp_path):
