@@ -225,8 +225,8 @@ std::string headline(const CriticalPathSummary& s) {
     return h + fmt::format(": first kernel work on {} (kernel-time rank {}), at most {:.1f} us ({:.1f}%) end to end",
                            r.target, r.kernel_rank, us(r.gain_ns), r.gain_pct);
   }
-  return h + fmt::format(": first fix {} — {:.1f} us ({:.1f}%) predicted end to end by {}", r.kind, us(r.gain_ns),
-                         r.gain_pct, r.target);
+  return h + fmt::format(": first the {} fix ({}), predicted {:.1f} us ({:.1f}%) end to end", r.kind, r.target,
+                         us(r.gain_ns), r.gain_pct);
 }
 
 }  // namespace magpie::analysis
