@@ -174,6 +174,18 @@ nlohmann::json to_json(const Recommendation& r) {
   return j;
 }
 
+nlohmann::json to_json(const std::vector<OpGainBound>& bounds) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& b : bounds) {
+    a.push_back({{"op", b.name},
+                 {"kernel_us", round3(us(b.kernel_ns))},
+                 {"host_us", round3(us(b.host_ns))},
+                 {"gpu_gain_bound_us", round3(us(b.gpu_gain_ns))},
+                 {"host_gain_bound_us", round3(us(b.host_gain_ns))}});
+  }
+  return a;
+}
+
 nlohmann::json to_json(const CriticalPathSummary& s) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : s.ops) {
@@ -183,14 +195,7 @@ nlohmann::json to_json(const CriticalPathSummary& s) {
                    {"kernel_us", round3(us(o.kernel_ns))},
                    {"kernel_pct", round3(pct(o.kernel_ns, s.gpu_total_ns))}});
   }
-  nlohmann::json bounds = nlohmann::json::array();
-  for (const auto& b : s.bounds) {
-    bounds.push_back({{"op", b.name},
-                      {"kernel_us", round3(us(b.kernel_ns))},
-                      {"host_us", round3(us(b.host_ns))},
-                      {"gpu_gain_bound_us", round3(us(b.gpu_gain_ns))},
-                      {"host_gain_bound_us", round3(us(b.host_gain_ns))}});
-  }
+  const nlohmann::json bounds = to_json(s.bounds);
   nlohmann::json fixes = nlohmann::json::array();
   for (const auto& h : s.host_fixes) {
     fixes.push_back({{"scenario", h.scenario},

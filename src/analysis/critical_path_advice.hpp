@@ -85,6 +85,8 @@ std::vector<Recommendation> rank_recommendations(const CriticalPathSummary& summ
 //  host_fixes, recommendations, warnings}.
 nlohmann::json to_json(const CriticalPathSummary& summary);
 nlohmann::json to_json(const Recommendation& r);
+// The gain bounds as critical_path.json and gap_analysis.json list them.
+nlohmann::json to_json(const std::vector<OpGainBound>& bounds);
 
 // One line for a console: "launch-bound (GPU busy 3%): first fix launch:0 —
 // CUDA graphs / fewer launches, predicted gain 1.2 ms (40%)".

@@ -202,14 +202,7 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
                       {"kernel_wait_us", round3(us(i.kernel_wait_ns))},
                       {"other_us", round3(us(i.other_ns))}});
     }
-    nlohmann::json bounds = nlohmann::json::array();
-    for (const auto& b : rank.bounds) {
-      bounds.push_back({{"op", b.name},
-                        {"kernel_us", round3(us(b.kernel_ns))},
-                        {"host_us", round3(us(b.host_ns))},
-                        {"gpu_gain_bound_us", round3(us(b.gpu_gain_ns))},
-                        {"host_gain_bound_us", round3(us(b.host_gain_ns))}});
-    }
+    const nlohmann::json bounds = analysis::to_json(rank.bounds);
     nlohmann::json whatifs = nlohmann::json::array();
     for (const auto& w : rank.results) whatifs.push_back(whatif_json(w));
     const auto& ls = r.launch;
