@@ -114,6 +114,8 @@ void add_worst_per_kind(std::vector<Bottleneck> found, std::vector<Bottleneck>& 
   }
 }
 
+void put_critical_path_first(const json& ranks, Advice& a);
+
 Advice from_gap(const json& block) {
   const GapInput in = read_gap_report(block);
   Advice a;
@@ -131,7 +133,65 @@ Advice from_gap(const json& block) {
                              "the report has neither per-rank timelines nor top kernels",
                              {}});
   }
-  return finish(std::move(a), std::nullopt, in.hot_kernels);
+  a = finish(std::move(a), std::nullopt, in.hot_kernels);
+  put_critical_path_first(block.value("ranks", json()), a);
+  return a;
+}
+
+// The rank whose critical path is longest carries the decision; its
+// recommendations (ranked by predicted end-to-end gain) go first.
+void put_critical_path_first(const json& ranks, Advice& a) {
+  if (!ranks.is_array()) return;
+  const json* best = nullptr;
+  double best_len = -1;
+  for (const auto& r : ranks) {
+    if (!r.is_object()) continue;
+    const json* cp = r.contains("critical_path") && r["critical_path"].is_object() ? &r["critical_path"] : &r;
+    if (!cp->contains("recommendations") || !(*cp)["recommendations"].is_array()) continue;
+    const json& whole = cp->value("whole", json::object());
+    const double len = whole.is_object() ? whole.value("length_us", 0.0) : cp->value("path_us", 0.0);
+    if (len > best_len) best = cp, best_len = len;
+  }
+  if (!best) return;
+  std::vector<Suggestion> first;
+  int priority = 0;
+  for (const auto& rec : (*best)["recommendations"]) {
+    if (!rec.is_object()) continue;
+    Suggestion sg;
+    sg.kind = rec.value("kind", "");
+    sg.applies_to = rec.value("target", "");
+    sg.predicted_gain_us = rec.value("predicted_gain_us", 0.0);
+    sg.predicted_gain_pct = rec.value("predicted_gain_pct", 0.0);
+    sg.detail = rec.value("fix", "");
+    sg.title = sg.kind == "kernel"
+                   ? fmt::format("Kernel work on {} (kernel-time rank {}): at most {:.1f} us ({:.1f}%) end to end",
+                                 sg.applies_to, rec.value("kernel_rank", 0), *sg.predicted_gain_us,
+                                 *sg.predicted_gain_pct)
+                   : fmt::format("{} fix: {:.1f} us ({:.1f}%) predicted end to end ({})",
+                                 sg.kind == "launch" ? "Launch overhead" : sg.kind == "sync" ? "Sync" : "Host code",
+                                 *sg.predicted_gain_us, *sg.predicted_gain_pct, sg.applies_to);
+    sg.priority = ++priority;
+    first.push_back(std::move(sg));
+  }
+  if (first.empty()) return;
+  for (auto& sg : a.suggestions) sg.priority += priority;
+  a.suggestions.insert(a.suggestions.begin(), first.begin(), first.end());
+  if (a.suggestions.size() > kMaxSuggestions) a.suggestions.resize(kMaxSuggestions);
+  const std::string headline = best->value("headline", best->value("bound", ""));
+  a.summary = a.summary.empty() ? fmt::format("critical path: {}", headline)
+                                 : fmt::format("critical path: {}. {}", headline, a.summary);
+}
+
+// critical_path.json (magpie whatif, MCP whatif): the ranked fixes only.
+Advice from_critical_path(const json& report) {
+  Advice a;
+  a.source_kind = "critical_path";
+  a = finish(std::move(a), std::nullopt);
+  a.summary.clear();
+  put_critical_path_first(report["ranks"], a);
+  if (a.suggestions.empty())
+    a.bottlenecks.push_back({BottleneckKind::kNoData, "critical path", 0, "no change predicts a gain", {}});
+  return a;
 }
 
 Advice from_rows(RooflineRowsInput in) {
@@ -191,6 +251,9 @@ Advice suggest_optimizations(const json& input) {
   }
   if (has_any(input, {"compiling_state", "correctness_state", "performance_state"}))
     return from_analyze(input);
+  if (input.contains("ranks") && input["ranks"].is_array() && !input["ranks"].empty() &&
+      input["ranks"][0].is_object() && input["ranks"][0].contains("gain_bounds") && !input.contains("top_kernels"))
+    return from_critical_path(input);
   if (has_any(input, {"top_kernels", "ranks", "total_duration_us"})) return from_gap(input);
   if (input.contains("gap_analysis") && input["gap_analysis"].is_object())
     return from_gap(input["gap_analysis"]);
@@ -226,6 +289,9 @@ json to_json(const Advice& a) {
                            {"detail", s.detail},
                            {"applies_to", s.applies_to},
                            {"priority", s.priority}});
+    if (!s.kind.empty()) suggestions.back()["kind"] = s.kind;
+    if (s.predicted_gain_us) suggestions.back()["predicted_gain_us"] = *s.predicted_gain_us;
+    if (s.predicted_gain_pct) suggestions.back()["predicted_gain_pct"] = *s.predicted_gain_pct;
   }
   return {{"kernel_id", a.kernel_id},   {"overall_score", a.overall_score},
           {"bottlenecks", bottlenecks}, {"suggestions", suggestions},

@@ -6,6 +6,7 @@
 // that triggered it. Rules, thresholds and why: docs/SUGGESTIONS.md.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ struct Suggestion {
   std::string detail;
   std::string applies_to;  // the bottleneck's subject
   int priority = 0;        // 1 = do first; the rank of the bottleneck it answers
+  // From a critical path (gap_analysis.json's ranks[].critical_path, or
+  // critical_path.json from `magpie whatif` / the MCP tool whatif): the kind
+  // of fix ("launch", "sync", "cpu", "kernel") and its predicted end-to-end gain.
+  std::string kind;
+  std::optional<double> predicted_gain_us, predicted_gain_pct;
 };
 
 struct Advice {
@@ -49,14 +55,18 @@ struct Advice {
   std::vector<Bottleneck> bottlenecks;  // most severe first
   std::vector<Suggestion> suggestions;  // by priority
   std::string summary;
-  std::string source_kind;  // analyze_result | tracelens_report | gap_report
+  std::string source_kind;  // analyze_result | tracelens_report | gap_report | critical_path
 };
 
 // Accepts one EvaluationState (an entry of analyze_report.json's `results` or
 // compare_report.json's `results.kernel_results`), a TraceLens roofline row set
 // (a JSON array of *_kernel_roofline_simple.csv rows keyed by column name, or
 // {"rows": [...], "gpu_arch": "H200"}), or a gap_analysis.json block (also
-// benchmark_report.json, whose `gap_analysis` block is used). Throws
+// benchmark_report.json, whose `gap_analysis` block is used), or a
+// critical_path.json (magpie whatif). With a critical path (gap reports carry
+// one per rank) the suggestions start with its fixes ranked by predicted
+// end-to-end gain: a host fix first on a launch-/CPU-/sync-bound trace, the
+// op whose GPU work buys most on a GPU-bound one. Throws
 // Error(kBadFormat) for anything else — for a whole analyze/compare report,
 // saying to pass one entry of `results`.
 Advice suggest_optimizations(const nlohmann::json& analysis_result);

@@ -2,9 +2,11 @@
 // Gap analysis (Magpie-compatible, docs/MAGPIE_COMPATIBILITY.md §5): which GPU kernels cost the
 // most, per rank and merged over ranks, plus each rank's GPU timeline.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/critical_path_advice.hpp"
 #include "analysis/gpu_timeline.hpp"
 #include "gpu/environment.hpp"
 #include "sources/kernel_name.hpp"
@@ -74,6 +76,9 @@ struct RankGapResult {
   GpuTimeline timeline;
   trace::LinkSummary links;
   trace::IngestStats ingest;
+  // The rank's critical path, what-ifs and ranked fixes over the whole trace
+  // (not only the percentage window); absent without GPU work.
+  std::optional<CriticalPathSummary> critical_path;
   std::vector<std::string> warnings;
 };
 

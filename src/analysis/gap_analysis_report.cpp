@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
@@ -114,6 +115,71 @@ std::optional<MovedGapFolder> link_latest_gap_run(const fs::path& output_dir, co
   return moved;
 }
 
+namespace {
+
+// One table for every rank's critical-path section: windows (whole trace,
+// median step) with their breakdown, the top ops on the path beside their
+// kernel share and gain bounds, and the ranked fixes (`order` 1 = first).
+std::string critical_path_csv(const GapAnalysisResult& result) {
+  report::CsvWriter csv;
+  std::vector<std::string> head{"rank", "bound", "row", "order", "name", "stage", "length_us"};
+  for (size_t c = 0; c < kPathCategories; ++c)
+    head.push_back(std::string(to_string(static_cast<PathCategory>(c))) + "_pct");
+  for (const char* h : {"path_pct", "kernel_pct", "gpu_gain_bound_us", "host_gain_bound_us", "kernel_rank",
+                        "predicted_gain_us", "predicted_gain_pct", "kind"})
+    head.push_back(h);
+  csv.row(head);
+  const size_t width = head.size();
+  auto pct = [](int64_t part, int64_t whole) {
+    return whole > 0 ? fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 2) : std::string("0.00");
+  };
+  auto us = [](int64_t ns) { return fixed(static_cast<double>(ns) / 1e3, 3); };
+  for (const auto& r : result.ranks) {
+    if (!r.critical_path) continue;
+    const CriticalPathSummary& s = *r.critical_path;
+    const std::string rank = std::to_string(r.rank);
+    auto base = [&](const char* row, size_t order, const std::string& name) {
+      std::vector<std::string> f(width);
+      f[0] = rank, f[1] = s.bound, f[2] = row, f[3] = std::to_string(order), f[4] = name;
+      return f;
+    };
+    auto window = [&](const char* row, const PathWindowSummary& w) {
+      auto f = base(row, 0, w.label);
+      f[5] = w.stage;
+      f[6] = us(w.length_ns);
+      for (size_t c = 0; c < kPathCategories; ++c) f[7 + c] = pct(w.by_category[c], w.length_ns);
+      csv.row(f);
+    };
+    window("whole_trace", s.whole);
+    if (s.median_step) window("median_step", *s.median_step);
+    const size_t col = 7 + kPathCategories;
+    size_t order = 0;
+    for (const auto& o : s.ops) {
+      auto f = base("op", ++order, o.name);
+      f[col] = pct(o.path_ns, s.whole.length_ns);
+      f[col + 1] = pct(o.kernel_ns, s.gpu_total_ns);
+      for (const auto& b : s.bounds) {
+        if (b.name != o.name) continue;
+        f[col + 2] = us(b.gpu_gain_ns);
+        f[col + 3] = us(b.host_gain_ns);
+      }
+      csv.row(f);
+    }
+    order = 0;
+    for (const auto& rec : rank_recommendations(s)) {
+      auto f = base("recommendation", ++order, rec.target);
+      if (rec.kind == "kernel") f[col + 4] = std::to_string(rec.kernel_rank);
+      f[col + 5] = us(rec.gain_ns);
+      f[col + 6] = fixed(rec.gain_pct, 2);
+      f[col + 7] = rec.kind;
+      csv.row(f);
+    }
+  }
+  return csv.str();
+}
+
+}  // namespace
+
 GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path& output_dir,
                                  bool no_rank_csv, const SourceSearchOptions& source_options) {
   GapReportFiles files;
@@ -176,6 +242,10 @@ GapReportFiles write_gap_reports(const GapAnalysisResult& result, const fs::path
       write_file_atomic(path, rcsv.str());
       files.rank_csvs.push_back(path);
     }
+  }
+  if (std::any_of(result.ranks.begin(), result.ranks.end(), [](const RankGapResult& r) { return r.critical_path.has_value(); })) {
+    files.critical_path_csv = output_dir / "gap_analysis_critical_path.csv";
+    write_file_atomic(files.critical_path_csv, critical_path_csv(result));
   }
   files.json = output_dir / "gap_analysis.json";
   write_file_atomic(files.json, gap_analysis_json(result, files).dump(2) + "\n");
@@ -278,8 +348,10 @@ nlohmann::json gap_analysis_json(const GapAnalysisResult& result, const GapRepor
            {"python_function_skipped", r.ingest.python_function_skipped},
            {"malformed_events", r.ingest.malformed_events}}},
          {"warnings", r.warnings}});
+    if (r.critical_path) ranks.back()["critical_path"] = to_json(*r.critical_path);
   }
   out["ranks"] = std::move(ranks);
+  if (!files.critical_path_csv.empty()) out["critical_path_csv"] = files.critical_path_csv.string();
   json skipped = json::array();
   for (const auto& s : result.skipped)
     skipped.push_back({{"file", s.file}, {"kind", s.kind}, {"reason", s.reason}});
@@ -315,6 +387,9 @@ std::string gap_console_summary(const GapAnalysisResult& result, const GapReport
         "{:.1f}% | exposed memcpy {:.1f}% of {:.2f} us\n",
         capitalized(trace::rank_label(r.rank, r.cycle, r.cycles)), 100 * t.busy_us / span, 100 * t.idle_us / span, 100 * t.computation_us / span,
         100 * t.exposed_communication_us / span, 100 * t.exposed_memcpy_us / span, t.span_us);
+    if (r.critical_path)
+      out += fmt::format("{} critical path: {}\n", capitalized(trace::rank_label(r.rank, r.cycle, r.cycles)),
+                         headline(*r.critical_path));
   }
   out += "\n";
   const TimeBasis basis = time_basis(result);

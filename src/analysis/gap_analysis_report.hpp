@@ -23,6 +23,7 @@ struct GapReportFiles {
   std::filesystem::path csv;
   std::vector<std::filesystem::path> rank_csvs;
   std::filesystem::path json;
+  std::filesystem::path critical_path_csv;  // empty when no rank has GPU work
   // With --find-kernel-sources: "$VLLM" -> "/src/vllm", as the source columns spell paths.
   std::vector<std::pair<std::string, std::string>> repo_path_mappings;
 };

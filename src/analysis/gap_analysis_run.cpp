@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/phase_times.hpp"
+#include "trace/trace_links.hpp"
 #include "trace/trace_loader.hpp"
 
 namespace magpie::analysis {
@@ -135,6 +136,14 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
   std::vector<RankGapResult> ranks(loaded.size());
   parallel_for(loaded.size(), threads, [&](size_t i) {
     ranks[i] = analyze_rank(*loaded[i], options.config);
+    if (!ranks[i].kernels.empty() && ranks[i].device_events > 0) {
+      // On the tables already ingested (no re-parse); a few gain bounds keep it cheap.
+      try {
+        ranks[i].critical_path = summarize_critical_path(*loaded[i], trace::links_of(*loaded[i]), 5);
+      } catch (const std::exception& e) {
+        ranks[i].warnings.push_back(std::string("critical path skipped: ") + e.what());
+      }
+    }
     magpie_phase::mark("rank analysed");
     // Free the tables (the analysis keeps what it needs), unless the trace may
     // be ranked again over its CPU ops below.

@@ -89,6 +89,47 @@ Page gap_analysis_page(const analysis::GapAnalysisResult& result) {
                                         {comp, comm, copy, idle}, "time (ms)", true, true));
   }
   page.sections.push_back(std::move(timeline));
+
+  // What sets end-to-end time, and which fix buys most (docs/OPTIMIZATION_LOOP.md).
+  for (const auto& r : result.ranks) {
+    if (!r.critical_path) continue;
+    const auto& cp = *r.critical_path;
+    Section sec{fmt::format("Critical path, rank {}", r.rank), analysis::headline(cp), {}, {}, true};
+    const auto pct = [](int64_t part, int64_t whole) {
+      return format_number(whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+    };
+    Table windows{{"window", "stage", "length (µs)"}, {}};
+    for (size_t c = 0; c < analysis::kPathCategories; ++c)
+      windows.columns.push_back(std::string(analysis::to_string(static_cast<analysis::PathCategory>(c))) + " %");
+    auto add_window = [&](const std::string& what, const analysis::PathWindowSummary& w) {
+      std::vector<std::string> row{what + ": " + w.label, w.stage, format_number(static_cast<double>(w.length_ns) / 1e3)};
+      for (size_t c = 0; c < analysis::kPathCategories; ++c) row.push_back(pct(w.by_category[c], w.length_ns));
+      windows.rows.push_back(std::move(row));
+    };
+    add_window("whole trace", cp.whole);
+    if (cp.median_step) add_window("median step", *cp.median_step);
+    sec.tables.push_back(std::move(windows));
+    Table recs{{"#", "fix", "target", "predicted gain (µs)", "gain %", "kernel-time rank"}, {}};
+    size_t i = 0;
+    for (const auto& rec : analysis::rank_recommendations(cp))
+      recs.rows.push_back({std::to_string(++i), rec.kind, rec.target,
+                           format_number(static_cast<double>(rec.gain_ns) / 1e3), format_number(rec.gain_pct),
+                           rec.kernel_rank ? std::to_string(rec.kernel_rank) : std::string("-")});
+    sec.tables.push_back(std::move(recs));
+    Table ops{{"op", "critical path %", "kernel time %", "gain if GPU work = 0 (µs)", "gain if host time = 0 (µs)"},
+              {}};
+    for (const auto& o : cp.ops) {
+      std::string gb = "-", hb = "-";
+      for (const auto& b : cp.bounds) {
+        if (b.name != o.name) continue;
+        gb = format_number(static_cast<double>(b.gpu_gain_ns) / 1e3);
+        hb = format_number(static_cast<double>(b.host_gain_ns) / 1e3);
+      }
+      ops.rows.push_back({o.name, pct(o.path_ns, cp.whole.length_ns), pct(o.kernel_ns, cp.gpu_total_ns), gb, hb});
+    }
+    sec.tables.push_back(std::move(ops));
+    page.sections.push_back(std::move(sec));
+  }
   return page;
 }
 

@@ -152,6 +152,8 @@ void write_outputs(const WhatIfOutcome& out, const std::filesystem::path& dir,
   put("whatif.csv", whatif.str());
 }
 
+bool has_gpu_work(const RankWhatIf& rank) { return rank.report.graph.gpu_nodes > 0; }
+
 }  // namespace
 
 WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context) {
@@ -203,6 +205,7 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context
     if (request.calibration.any()) rank.calibration = analysis::calibrate(g, windows, request.calibration);
     for (const auto& s : scenarios) rank.results.push_back(analysis::what_if(t, g, windows, s));
     rank.bounds = analysis::op_gain_bounds(t, g, windows, request.bound_ops);
+    if (g.stats.gpu_nodes > 0) rank.summary = analysis::summarize_critical_path(t, g, windows, rank.report, rank.bounds);
     out.ranks.push_back(std::move(rank));
     if (context.cancelled()) throw Error(ErrorKind::kCancelled, "whatif cancelled");
   }
@@ -239,14 +242,7 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
                       {"kernel_wait_us", round3(us(i.kernel_wait_ns))},
                       {"other_us", round3(us(i.other_ns))}});
     }
-    nlohmann::json bounds = nlohmann::json::array();
-    for (const auto& b : rank.bounds) {
-      bounds.push_back({{"op", b.name},
-                        {"kernel_us", round3(us(b.kernel_ns))},
-                        {"host_us", round3(us(b.host_ns))},
-                        {"gpu_gain_bound_us", round3(us(b.gpu_gain_ns))},
-                        {"host_gain_bound_us", round3(us(b.host_gain_ns))}});
-    }
+    const nlohmann::json bounds = analysis::to_json(rank.bounds);
     nlohmann::json calibration = nullptr;
     if (const auto& c = rank.calibration; c.applied) {
       calibration = {{"measured_step_us", c.measured_step_ns > 0 ? nlohmann::json(round3(us(c.measured_step_ns))) : nlohmann::json()},
@@ -300,6 +296,12 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
            {"back_to_back_gap_us", round3(us(gs.back_to_back_gap_ns))},
            {"cross_rank_edges", gs.cross_rank_edges}}},
          {"warnings", r.warnings}});
+    if (has_gpu_work(rank)) {
+      // The decision the loop acts on (docs/OPTIMIZATION_LOOP.md), as gap analysis reports it.
+      const nlohmann::json summary = analysis::to_json(rank.summary);
+      for (const char* key : {"gpu_busy_pct", "host_bound", "host_fixes", "recommendations", "headline"})
+        ranks.back()[key] = summary[key];
+    }
   }
   return {{"ranks", ranks},
           {"cross_rank_matched", outcome.cross_rank_matched},
@@ -327,6 +329,7 @@ std::string console_text(const WhatIfOutcome& outcome) {
     if (r.graph.cross_rank_edges > 0)
       s += fmt::format("  collectives linked to the other ranks: {}; waiting for the last rank: {:.1f} us of the path\n",
                        r.graph.cross_rank_edges, us(collective_wait(r)));
+    if (has_gpu_work(rank)) s += "  " + analysis::headline(rank.summary) + "\n";
     const auto& ls = r.launch;
     s += fmt::format(
         "  launches: {} | launch→start p50 {:.1f} us, p90 {:.1f} us | launch call p50 {:.1f} us | "

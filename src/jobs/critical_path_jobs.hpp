@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/critical_path.hpp"
+#include "analysis/critical_path_advice.hpp"
 #include "analysis/critical_path_whatif.hpp"
 #include "jobs/job_context.hpp"
 #include "trace/kineto_reader.hpp"
@@ -35,6 +36,7 @@ struct RankWhatIf {
   std::vector<analysis::WhatIfResult> results;
   std::vector<analysis::OpGainBound> bounds;
   analysis::Calibration calibration;
+  analysis::CriticalPathSummary summary;  // the host fixes and the ranked recommendations
 };
 
 struct WhatIfOutcome {

@@ -224,6 +224,7 @@ ToolRegistry magpie_tools() {
   r.add(runs_work(gap_analysis_tool()));
   r.add(runs_work(tracelens_tool()));
   r.add(runs_work(trace_diff_tool()));
+  r.add(runs_work(whatif_tool()));
   r.add(read_only(list_benchmark_images_tool()));
   r.add(runs_work(list_benchmark_results_tool()));
   r.add(read_only(get_benchmark_result_tool()));

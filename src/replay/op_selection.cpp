@@ -140,6 +140,42 @@ OpQuery parse_op_query(std::string_view text) {
   return q;
 }
 
+namespace {
+
+// Kernel time says what the GPU spends; the critical path says what a faster
+// kernel would buy end to end (nothing, on a launch-bound decode step).
+void rank_by_end_to_end_gain(const trace::Trace& trace, const trace::TraceLinks& links,
+                             ReplayOutcome& out) {
+  std::vector<std::string> names;
+  for (const auto& t : out.targets) names.push_back(t.signature.name);
+  for (const auto& k : out.skipped) names.push_back(k.signature.name);
+  try {
+    out.critical_path = analysis::summarize_critical_path(trace, links, 10, 10, names);
+  } catch (const std::exception& e) {
+    out.warnings.push_back(std::string("no end-to-end ranking: the critical path failed: ") + e.what());
+    return;
+  }
+  if (!out.critical_path) return;
+  auto gain_of = [&](const std::string& op) -> std::optional<int64_t> {
+    for (const auto& [name, gain] : out.critical_path->named_gpu_gains)
+      if (name == op) return gain;
+    return std::nullopt;
+  };
+  for (const auto& t : out.targets)
+    out.by_end_to_end_gain.push_back({t.rank, t.signature.name, t.signature.input_dims, t.cost.total_ns,
+                                      gain_of(t.signature.name)});
+  for (const auto& k : out.skipped)
+    out.by_end_to_end_gain.push_back({k.rank, k.signature.name, k.signature.input_dims, k.cost.total_ns,
+                                      gain_of(k.signature.name)});
+  std::stable_sort(out.by_end_to_end_gain.begin(), out.by_end_to_end_gain.end(),
+                   [](const EndToEndRank& a, const EndToEndRank& b) {
+                     const int64_t ga = a.gain_ns.value_or(-1), gb = b.gain_ns.value_or(-1);
+                     return ga != gb ? ga > gb : a.kernel_rank < b.kernel_rank;
+                   });
+}
+
+}  // namespace
+
 ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& request) {
   if (request.ops.empty() && request.top_k <= 0) {
     throw Error(ErrorKind::kUsage, "nothing to replay: give --op NAME[:SHAPES] or --top-k N");
@@ -362,6 +398,7 @@ ReplayOutcome plan_replay(const trace::Trace& trace, const ReplayRequest& reques
     }
     out.skipped.push_back({rank, sig, g->cost, reason});
   }
+  if (request.top_k > 0 && out.trace_gpu_ns > 0) rank_by_end_to_end_gain(trace, links, out);
   return out;
 }
 

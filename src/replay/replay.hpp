@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/critical_path_advice.hpp"
 #include "replay/op_arguments.hpp"
 #include "replay/op_table.hpp"
 #include "trace/kineto_reader.hpp"
@@ -87,6 +88,14 @@ struct SkippedOp {
   std::string reason;
 };
 
+// A selected op (replayed or not) placed by what it could buy end to end.
+struct EndToEndRank {
+  int kernel_rank = 0;  // ReplayTarget::rank / SkippedOp::rank: its place by GPU time
+  std::string op, arguments;
+  int64_t kernel_ns = 0;
+  std::optional<int64_t> gain_ns;  // end to end with the GPU work of every call of the op name at zero (a bound)
+};
+
 struct ReplayOutcome {
   std::string trace_path;
   std::string selection;        // "top 10 ops by GPU time" | "--op aten::mm"
@@ -96,6 +105,11 @@ struct ReplayOutcome {
   bool ranked_by_host_time = false;  // --top-k on a trace without GPU work (a CPU run)
   std::vector<ReplayTarget> targets;
   std::vector<SkippedOp> skipped;  // selected but not replayable, each with why
+  // With --top-k on a trace with GPU work: the critical path, its ranked fixes
+  // (host fixes first on a host-bound trace), and the selected ops by
+  // predicted end-to-end gain (docs/OPTIMIZATION_LOOP.md).
+  std::optional<analysis::CriticalPathSummary> critical_path;
+  std::vector<EndToEndRank> by_end_to_end_gain;
   std::vector<std::string> warnings;
 };
 

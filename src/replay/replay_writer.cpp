@@ -189,8 +189,54 @@ nlohmann::json outcome_json(const ReplayOutcome& o, const ReplayFiles* files) {
                    {"skipped", skipped},
                    {"warnings", o.warnings}};
   if (files) j["output_dir"] = files->dir.string();
+  if (o.critical_path) {
+    j["critical_path"] = analysis::to_json(*o.critical_path);
+    j["recommendations"] = j["critical_path"]["recommendations"];
+    nlohmann::json ranked = nlohmann::json::array();
+    int e2e = 0;
+    for (const auto& r : o.by_end_to_end_gain) {
+      ranked.push_back({{"e2e_rank", ++e2e},
+                        {"kernel_time_rank", r.kernel_rank},
+                        {"op", r.op},
+                        {"input_dims", r.arguments},
+                        {"gpu_us", us(r.kernel_ns)},
+                        {"e2e_gain_bound_us", r.gain_ns ? nlohmann::json(us(*r.gain_ns)) : nlohmann::json()}});
+    }
+    j["by_end_to_end_gain"] = std::move(ranked);
+  }
   return j;
 }
+
+namespace {
+
+// What sets end-to-end time and what to do first, before the kernel-time table.
+std::string end_to_end_markdown(const ReplayOutcome& o) {
+  if (!o.critical_path) return "";
+  const auto& cp = *o.critical_path;
+  const auto recs = analysis::rank_recommendations(cp);
+  std::string s = fmt::format("Critical path: {}.\n\n", analysis::headline(cp));
+  if (!recs.empty() && recs.front().kind != "kernel") {
+    s += "**This trace is host-bound: fix the host side first; a faster kernel buys little end to end.**\n\n";
+    for (const auto& r : recs) {
+      if (r.kind == "kernel") continue;
+      s += fmt::format("- `{}`: predicted gain {:.1f} µs ({:.1f}%) — {}\n", r.target, us(r.gain_ns), r.gain_pct,
+                       r.fix);
+    }
+    s += "\n";
+  }
+  s += "Selected ops by predicted end-to-end gain (a bound: the GPU work of every call of the op name at zero), kernel-time rank "
+       "beside:\n\n| e2e rank | op | arguments | e2e gain µs (op name) | kernel-time rank | GPU µs |\n"
+       "| ---: | --- | --- | ---: | ---: | ---: |\n";
+  int e2e = 0;
+  for (const auto& r : o.by_end_to_end_gain) {
+    s += fmt::format("| {} | `{}` | `{}` | {} | {} | {:.1f} |\n", ++e2e, r.op, md_cell(short_name(r.arguments, 60)),
+                     r.gain_ns ? fmt::format("{:.1f}", us(*r.gain_ns)) : std::string("-"), r.kernel_rank,
+                     us(r.kernel_ns));
+  }
+  return s + "\nBy kernel time:\n\n";
+}
+
+}  // namespace
 
 std::string summary_markdown(const ReplayOutcome& o) {
   std::string s =
@@ -199,6 +245,7 @@ std::string summary_markdown(const ReplayOutcome& o) {
   s += o.unattributed_ns
            ? fmt::format(" ({:.1f} µs with no CPU op found).\n\n", us(o.unattributed_ns))
            : ".\n\n";
+  s += end_to_end_markdown(o);
   s += "| rank | op | arguments | calls | GPU µs | µs/call | share | host µs | replay |\n";
   s += "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
   size_t ti = 0, si = 0;

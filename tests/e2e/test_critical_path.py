@@ -226,3 +226,76 @@ def test_agrees_with_hta_on_a_decode_step(magpie):
     ours_host = sum(ours["breakdown"][c]["pct"] for c in ("cpu", "launch", "sync"))
     assert abs(hta_host - ours_host) < 5
     assert 0.9 * ours["length_us"] <= hta["length_us"] <= ours["length_us"]
+
+
+# ---- the loop acts on it: gap analysis and replay --top-k rank by predicted end-to-end gain ----
+
+PUBLIC = REPO_ROOT / "tests" / "data" / "public_traces"
+# BERT-small inference on an H100: the GPU busy 7% of the step, 92% of the path host time.
+HOST_BOUND = PUBLIC / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
+# torch.compile'd transformer block (MI300X): the GPU busy 97%, the GEMMs the path.
+GPU_BOUND = PUBLIC / "tracelens__torch_compile_triton__trace.json.gz"
+HOST_FIXES = {"launch", "sync", "cpu"}
+
+
+def replay_top_k(magpie, trace, out):
+    r = subprocess.run([str(magpie), "replay", str(trace), "--top-k", "3", "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout, json.loads((out / "replay.json").read_text())
+
+
+def test_replay_top_k_puts_the_host_fix_first_on_a_host_bound_trace(magpie, tmp_path):
+    stdout, j = replay_top_k(magpie, HOST_BOUND, tmp_path / "r")
+    first = j["recommendations"][0]
+    assert first["kind"] in HOST_FIXES and first["predicted_gain_us"] > 0, first
+    assert j["critical_path"]["host_bound"] and j["critical_path"]["gpu_busy_pct"] < 50
+    # Said before the kernel table, with the gain and the class of fix.
+    assert stdout.index("host-bound") < stdout.index("By kernel time")
+    assert first["target"] in stdout.split("By kernel time")[0]
+    # Kernel work of every selected op buys less than the first host fix, and keeps its kernel-time rank.
+    ranked = j["by_end_to_end_gain"]
+    assert sorted(r["kernel_time_rank"] for r in ranked) == [t["rank"] for t in j["targets"]]
+    assert all(r["e2e_gain_bound_us"] < first["predicted_gain_us"] for r in ranked)
+    # The existing outputs stay: targets in kernel-time order with their slugs.
+    assert [t["rank"] for t in j["targets"]] == [1, 2, 3]
+
+
+def test_replay_top_k_keeps_the_top_kernel_first_on_a_gpu_bound_trace(magpie, tmp_path):
+    stdout, j = replay_top_k(magpie, GPU_BOUND, tmp_path / "r")
+    first = j["recommendations"][0]
+    assert first["kind"] == "kernel" and first["kernel_rank"] == 1, first
+    assert first["target"] == j["targets"][0]["signature"]["name"]
+    assert not j["critical_path"]["host_bound"]
+    assert "host-bound" not in stdout
+    top = j["by_end_to_end_gain"][0]
+    assert top["kernel_time_rank"] == 1 and top["e2e_gain_bound_us"] > 0
+
+
+def test_gap_analysis_has_a_critical_path_section(magpie, tmp_path):
+    runs = {}
+    for name, trace in (("host", HOST_BOUND), ("gpu", GPU_BOUND)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / trace.name).symlink_to(trace)
+        r = subprocess.run([str(magpie), "benchmark", "--trace-dir", str(d), "-o", str(tmp_path / f"out_{name}"), "--html"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "critical path:" in r.stdout
+        folder = tmp_path / f"out_{name}" / "gap_analysis"
+        runs[name] = (json.loads((folder / "gap_analysis.json").read_text()), folder)
+    for name, (j, folder) in runs.items():
+        cp = j["ranks"][0]["critical_path"]
+        whole = cp["whole"]
+        assert abs(sum(c["pct"] for c in whole["breakdown"].values()) - 100) < 0.1
+        # The median step where the trace has iterations (the BERT trace has one ProfilerStep).
+        assert (cp["median_step"] is None) == (cp["iterations"] == 0)
+        assert {f["scenario"] for f in cp["host_fixes"]} == {"launch:0", "sync:0", "cpu:2x"}
+        rows = list(csv.DictReader(open(j["critical_path_csv"])))
+        recs = [r for r in rows if r["row"] == "recommendation"]
+        assert recs[0]["name"] == cp["recommendations"][0]["target"]
+        assert any(r["row"] == "whole_trace" for r in rows) and any(r["row"] == "op" for r in rows)
+        assert "Critical path, rank" in (folder / "gap_analysis.html").read_text()
+    assert runs["host"][0]["ranks"][0]["critical_path"]["median_step"]["length_us"] > 0
+    assert runs["host"][0]["ranks"][0]["critical_path"]["recommendations"][0]["kind"] in HOST_FIXES
+    assert runs["gpu"][0]["ranks"][0]["critical_path"]["recommendations"][0]["kind"] == "kernel"

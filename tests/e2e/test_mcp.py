@@ -29,7 +29,7 @@ from conftest import REPO_ROOT, shared_traces  # noqa: E402
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
 ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
              "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
-             "get_benchmark_result", "compare_benchmark_reports", "tracelens", "trace_diff",
+             "get_benchmark_result", "compare_benchmark_reports", "tracelens", "trace_diff", "whatif",
              # the Ray tools: called against a real head in test_mcp_ray.py
              "ray_task_status", "ray_task_result", "ray_task_cancel", "ray_task_list", "benchmark_batch"}
 
@@ -325,7 +325,7 @@ def test_trace_diff_matches_the_cli(magpie, store_env, tmp_path):
     data = REPO_ROOT / "tests" / "data" / "h200_graphs"
     before, after = data / "compile_default.json.gz", data / "compile_reduce_overhead.json.gz"
     target = StdioServerParameters(command=str(magpie), args=["mcp"], env=store_env)
-    result, tool = run(call(target, "trace_diff", {"before": str(before), "after": str(after),
+    result, tool = run(call(target, "trace_diff", "whatif", {"before": str(before), "after": str(after),
                                                    "output_dir": str(tmp_path / "mcp")}))
     out = check_result(result, tool)
     cli = json.loads(subprocess.run([str(magpie), "trace-diff", str(before), str(after), "--json"],

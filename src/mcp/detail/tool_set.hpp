@@ -43,6 +43,8 @@ Tool trace_diff_tool();  // tools_trace_diff.cpp
 Tool analyze_tool();
 Tool compare_tool();
 Tool benchmark_tool();
+// tools_whatif.cpp: critical path and what-if (src/jobs/critical_path_jobs.hpp)
+Tool whatif_tool();
 // tools_ray.cpp: jobs on a Ray cluster (src/jobs/ray_jobs.hpp)
 Tool ray_task_status_tool();
 Tool ray_task_result_tool();
