@@ -40,6 +40,13 @@ void HarnessWorker::end(const char* /*why*/) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
+  // The FIFOs go with the worker: a results folder holds files only (a
+  // FIFO cannot be copied, e.g. when Ray gathers a job's output).
+  for (const auto& f : fifos_) {
+    std::error_code ec;
+    fs::remove(f, ec);
+  }
+  fifos_.clear();
   alive_ = false;
 }
 
@@ -59,6 +66,7 @@ WorkerReply HarnessWorker::launch(Command argv, const fs::path& cwd, const std::
   pending_.clear();
   WorkerReply r;
   const fs::path req = dir / "worker.requests", resp = dir / "worker.responses";
+  fifos_ = {req, resp};
   requests_fd_ = open_fifo(req, 0);
   responses_fd_ = open_fifo(resp, O_NONBLOCK);
   if (requests_fd_ < 0 || responses_fd_ < 0) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <vector>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,7 @@ class HarnessWorker {
   int responses_fd_ = -1;
   std::string pending_;  // bytes read past the last full line
   std::filesystem::path log_;
+  std::vector<std::filesystem::path> fifos_;  // removed when the worker ends
   bool alive_ = false;
   bool ready_ = false;
   int next_id_ = 1;
