@@ -325,7 +325,7 @@ def test_trace_diff_matches_the_cli(magpie, store_env, tmp_path):
     data = REPO_ROOT / "tests" / "data" / "h200_graphs"
     before, after = data / "compile_default.json.gz", data / "compile_reduce_overhead.json.gz"
     target = StdioServerParameters(command=str(magpie), args=["mcp"], env=store_env)
-    result, tool = run(call(target, "trace_diff", "whatif", {"before": str(before), "after": str(after),
+    result, tool = run(call(target, "trace_diff", {"before": str(before), "after": str(after),
                                                    "output_dir": str(tmp_path / "mcp")}))
     out = check_result(result, tool)
     cli = json.loads(subprocess.run([str(magpie), "trace-diff", str(before), str(after), "--json"],
