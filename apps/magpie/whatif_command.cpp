@@ -1,5 +1,6 @@
 #include "whatif_command.hpp"
 
+#include <cmath>
 #include <iostream>
 
 #include "command_context.hpp"
@@ -47,6 +48,12 @@ void WhatIfCommand::register_with(CLI::App& app) {
                    "The profiler's cost per GPU event (us), taken off every kernel, copy and set\n"
                    "before any scenario (about 1 us on Hopper; docs/CRITICAL_PATH.md, Calibration)")
       ->check(CLI::NonNegativeNumber);
+  sub_->add_option("--graph-gap-us", graph_gap_us_,
+                   "The gap a CUDA graph leaves between kernels on this GPU (us), for launch:0;\n"
+                   "measure it with examples/critical_path/graph_gap.py. Default: from kernels\n"
+                   "replayed from a graph in the trace, a figure measured on the trace's GPU model,\n"
+                   "else the trace's eager gap (larger: launch:0's gain comes out low)")
+      ->check(CLI::NonNegativeNumber);
   sub_->add_option("--threads", threads_, "Ingest threads (0 = all cores)");
 }
 
@@ -59,6 +66,7 @@ int WhatIfCommand::run(bool verbose) {
   request.ingest.threads = threads_;
   request.calibration.measured_step_ns = static_cast<int64_t>(measured_step_us_ * 1e3);
   request.calibration.kernel_overhead_ns = static_cast<int64_t>(kernel_overhead_us_ * 1e3);
+  if (graph_gap_us_ >= 0) request.graph_gap_ns = static_cast<int64_t>(std::llround(graph_gap_us_ * 1e3));
   jobs::JobContext context = command_context(verbose);
   auto progress = attach_progress(context);
   attach_ingest_progress(request.ingest, *progress);

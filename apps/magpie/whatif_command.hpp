@@ -24,6 +24,7 @@ class WhatIfCommand {
   unsigned threads_ = 0;
   double measured_step_us_ = 0;
   double kernel_overhead_us_ = 0;
+  double graph_gap_us_ = -1;  // -1: not given
 };
 
 }  // namespace magpie::app

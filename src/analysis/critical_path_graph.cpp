@@ -32,6 +32,21 @@ bool is_blocking_call(std::string_view n) {
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
+const char* to_string(GraphGapSource s) {
+  switch (s) {
+    case GraphGapSource::kOption: return "given (--graph-gap-us)";
+    case GraphGapSource::kTraceGraphReplay: return "kernels replayed from a CUDA graph in this trace";
+    case GraphGapSource::kGpuModel: return "measured on this GPU model without the profiler";
+    case GraphGapSource::kEagerQueue: return "the gap between queued eager kernels (no better figure)";
+  }
+  return "?";
+}
+
+int64_t measured_graph_gap_ns(std::string_view device_name) {
+  (void)device_name;
+  return -1;
+}
+
 namespace {
 
 // Host time without an event longer than this is a thread waiting, not
@@ -243,6 +258,7 @@ class Builder {
     const int64_t gap_floor = std::clamp<int64_t>(median(queued_gap, kDefaultBackToBackGapNs), 0, 3'000);
     g_.stats.launch_latency_ns = lambda;
     g_.stats.back_to_back_gap_ns = queued_gap.size() >= 20 ? gap_floor : kDefaultBackToBackGapNs;
+    graph_gap(launch_node);
 
     for (size_t n = first_gpu; n < g_.size(); ++n) {
       const int32_t l = launch_node(n), p = g_.prev[n];
@@ -270,6 +286,37 @@ class Builder {
         g_.prev_w[n] = gap;
       }
     }
+  }
+
+  // launch:0's spacing. Kernels replayed by one graph launch, one after the
+  // other on a stream, show the graph's own gap (profiler cost included);
+  // without them, a figure measured on this GPU model; else the eager gap.
+  template <typename LaunchNode>
+  void graph_gap(const LaunchNode& launch_node) {
+    std::vector<int64_t> gaps;
+    const size_t first_gpu = g_.stats.cpu_nodes;
+    for (size_t n = first_gpu; n < g_.size(); ++n) {
+      const int32_t l = launch_node(n), p = g_.prev[n];
+      if (l == kNoNode || p == kNoNode || launch_node(static_cast<size_t>(p)) != l) continue;
+      if (!trace::is_graph_launch(trace_.name(static_cast<size_t>(g_.row[static_cast<size_t>(l)])))) continue;
+      const int64_t gap = g_.start_ns[n] - g_.end_ns[static_cast<size_t>(p)];
+      if (gap >= 0) gaps.push_back(gap);
+    }
+    g_.stats.graph_gap_samples = gaps.size();
+    if (gaps.size() >= 20) {
+      g_.stats.graph_gap_ns = median(gaps, 0);
+      g_.stats.graph_gap_source = GraphGapSource::kTraceGraphReplay;
+      return;
+    }
+    for (const auto& d : trace_.devices) {
+      if (const int64_t measured = measured_graph_gap_ns(d.name); measured >= 0) {
+        g_.stats.graph_gap_ns = measured;
+        g_.stats.graph_gap_source = GraphGapSource::kGpuModel;
+        return;
+      }
+    }
+    g_.stats.graph_gap_ns = g_.stats.back_to_back_gap_ns;
+    g_.stats.graph_gap_source = GraphGapSource::kEagerQueue;
   }
 
   // A blocking call waited for the GPU work, launched before it began, that

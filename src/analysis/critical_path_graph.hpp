@@ -26,6 +26,7 @@
 // than measured (docs/CRITICAL_PATH.md, "The dependency graph").
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/trace.hpp"
@@ -51,6 +52,18 @@ struct GraphLane {
 
 inline constexpr int32_t kNoNode = -1;
 
+// Where the spacing of kernels replayed from a CUDA graph (launch:0) comes
+// from, best first: the user's measurement, kernels replayed from a graph in
+// this trace, a figure measured on this GPU model, or (worst: eager kernels
+// sit further apart than graph kernels) the eager queued gap of this trace.
+enum class GraphGapSource : uint8_t { kOption, kTraceGraphReplay, kGpuModel, kEagerQueue };
+const char* to_string(GraphGapSource s);
+
+// The gap a CUDA graph leaves between consecutive kernels, measured without the
+// profiler by examples/critical_path/graph_gap.py on GPUs we ran it on; -1 for
+// others. `device_name` as Kineto writes it ("NVIDIA H100 80GB HBM3").
+int64_t measured_graph_gap_ns(std::string_view device_name);
+
 struct GraphStats {
   size_t cpu_nodes = 0;
   size_t gpu_nodes = 0;
@@ -63,6 +76,10 @@ struct GraphStats {
   size_t cycle_edges_dropped = 0;  // edges removed to break a cycle
   int64_t launch_latency_ns = 0;   // median latency of launches onto an idle stream
   int64_t back_to_back_gap_ns = 0; // median gap between queued GPU work on a stream
+  // The gap launch:0 (CUDA graphs) leaves between kernels, and where it came from.
+  int64_t graph_gap_ns = 0;
+  GraphGapSource graph_gap_source = GraphGapSource::kEagerQueue;
+  size_t graph_gap_samples = 0;    // gaps measured between graph-replayed kernels of this trace
   size_t cross_rank_edges = 0;     // collectives with a floor from the other ranks (critical_path_ranks.hpp)
 };
 

@@ -147,7 +147,14 @@ size_t graph_timing(const DependencyGraph& g, const std::vector<PathWindow>& win
       continue;
     }
     t.cut[v] |= 1;
-    if (g.prev[v] != kNoNode) t.prev_w[v] = std::min(g.prev_w[v], g.stats.back_to_back_gap_ns);
+    if (g.prev[v] != kNoNode) t.prev_w[v] = std::min(g.prev_w[v], g.stats.graph_gap_ns);
+  }
+  if (g.stats.graph_gap_source == GraphGapSource::kEagerQueue && regions > 0) {
+    warnings.push_back(fmt::format(
+        "kernels spaced {:.2f} us apart, the gap between queued eager kernels in this trace: a CUDA graph "
+        "usually leaves less (0.3-0.5 us), so the gain is underestimated; measure it on the GPU with "
+        "examples/critical_path/graph_gap.py and pass --graph-gap-us",
+        static_cast<double>(g.stats.graph_gap_ns) / 1e3));
   }
   if (syncs_inside > 0) {
     warnings.push_back(fmt::format(

@@ -198,6 +198,10 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request, const JobContext& context
     const trace::TraceLinks& links = trace::links_of(t);
     RankWhatIf rank;
     std::vector<std::string> window_warnings;
+    if (request.graph_gap_ns >= 0) {
+      g.stats.graph_gap_ns = request.graph_gap_ns;
+      g.stats.graph_gap_source = analysis::GraphGapSource::kOption;
+    }
     const auto windows = analysis::path_windows(t, links, g, window_warnings);
     rank.report = analysis::analyze_critical_path(t, links, g, windows);
     rank.report.warnings.insert(rank.report.warnings.end(), window_warnings.begin(), window_warnings.end());
@@ -294,6 +298,9 @@ nlohmann::json report_json(const WhatIfOutcome& outcome) {
            {"overlapping_spans", gs.overlapping_spans},
            {"cycle_edges_dropped", gs.cycle_edges_dropped},
            {"back_to_back_gap_us", round3(us(gs.back_to_back_gap_ns))},
+           {"graph_gap_us", round3(us(gs.graph_gap_ns))},
+           {"graph_gap_source", analysis::to_string(gs.graph_gap_source)},
+           {"graph_gap_samples", gs.graph_gap_samples},
            {"cross_rank_edges", gs.cross_rank_edges}}},
          {"warnings", r.warnings}});
     if (has_gpu_work(rank)) {

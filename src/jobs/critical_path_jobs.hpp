@@ -29,6 +29,10 @@ struct WhatIfRequest {
   // The profiler's own cost, taken out before the scenarios and gain bounds
   // (analysis::calibrate); the critical-path report stays as traced.
   analysis::CalibrationRequest calibration;
+  // The gap launch:0 leaves between kernels of a CUDA graph, measured on the
+  // GPU without the profiler (examples/critical_path/graph_gap.py); -1: from
+  // the trace's graph-replayed kernels or the GPU model (GraphGapSource).
+  int64_t graph_gap_ns = -1;
 };
 
 struct RankWhatIf {

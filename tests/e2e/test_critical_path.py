@@ -113,6 +113,44 @@ def test_calibration_to_a_measured_step_moves_the_bottleneck(magpie):
     assert "slower under the profiler" in r.stdout
 
 
+def test_launch0_spacing_comes_from_graph_kernels_in_the_trace_or_the_option(magpie):
+    """launch:0 spaces kernels by the gap a CUDA graph leaves. In a graph-replayed trace that gap
+    is measured (the median gap between consecutive kernels one cudaGraphLaunch replayed on one
+    stream, recounted here from the raw JSON); in an eager trace it is the eager queued gap, with
+    a warning, unless --graph-gap-us gives it; a smaller gap predicts a shorter step."""
+    ev = events(GRAPH_REPLAY)
+    launches = {e["args"]["correlation"] for e in ev if e.get("cat") == "cuda_runtime"
+                and e["name"] in ("cudaGraphLaunch", "cuGraphLaunch")}
+    by_stream = {}
+    for e in ev:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            by_stream.setdefault((e["pid"], e["tid"]), []).append(e)
+    gaps = []
+    for work in by_stream.values():
+        work.sort(key=lambda e: e["ts"])
+        for a, b in zip(work, work[1:]):
+            ca, cb = a["args"].get("correlation"), b["args"].get("correlation")
+            if ca == cb and ca in launches:
+                gaps.append(b["ts"] - (a["ts"] + a["dur"]))
+    gaps.sort()
+    assert len(gaps) >= 20
+    g = whatif_json(magpie, GRAPH_REPLAY, "launch:0")["graph"]
+    assert g["graph_gap_source"] == "kernels replayed from a CUDA graph in this trace"
+    assert g["graph_gap_samples"] == len(gaps)
+    assert g["graph_gap_us"] == pytest.approx(gaps[len(gaps) // 2], abs=0.002)
+
+    need(LLAMA)
+    eager = whatif_json(magpie, LLAMA, "launch:0")
+    assert eager["graph"]["graph_gap_source"].startswith("the gap between queued eager kernels")
+    assert eager["graph"]["graph_gap_us"] == eager["graph"]["back_to_back_gap_us"]
+    assert any("--graph-gap-us" in w for w in eager["whatif"][0]["warnings"])
+    given = json.loads(run(magpie, LLAMA, "--json", "--scenario", "launch:0", "--graph-gap-us", "0").stdout)["ranks"][0]
+    assert given["graph"]["graph_gap_source"] == "given (--graph-gap-us)" and given["graph"]["graph_gap_us"] == 0
+    assert not given["whatif"][0]["warnings"] or not any("--graph-gap-us" in w for w in given["whatif"][0]["warnings"])
+    assert given["whatif"][0]["median_step_after_us"] < eager["whatif"][0]["median_step_after_us"]
+    assert run(magpie, LLAMA, "--graph-gap-us", "-1", check=False).returncode == 2
+
+
 SENDRECV = [shared_traces() / "public" / f"hta__sendrecv-rank-{r}.json.gz" for r in (0, 1)]
 
 
