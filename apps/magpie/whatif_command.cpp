@@ -18,6 +18,8 @@ void WhatIfCommand::register_with(CLI::App& app) {
       "Scenarios (repeat --scenario; NAME is an exact op name, TEXT part of a kernel name):\n"
       "  op:NAME:2x        GPU work launched inside op NAME runs 2x faster (inf: takes no time)\n"
       "  op:NAME:+30us     every call of op NAME adds 30 us of GPU time after its last kernel\n"
+      "  op:NAME:SHAPES:2x only the calls with these Input Dims, as replay's --op NAME:SHAPES\n"
+      "                    (op:aten::mm:[[4,2048],[2048,5632]]:2x)\n"
       "  kernel:TEXT:1.5x  kernels whose name contains TEXT run 1.5x faster (+5us: each longer)\n"
       "  cpu:2x            all host time 2x faster; cpu:NAME:2x only inside op NAME\n"
       "  launch:0          launch overhead removed, as with CUDA graphs (alias: graph)\n"

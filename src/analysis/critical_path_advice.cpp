@@ -114,11 +114,30 @@ CriticalPathSummary summarize_critical_path(const trace::Trace& trace, const Dep
 std::optional<CriticalPathSummary> summarize_critical_path(const trace::Trace& trace,
                                                            const trace::TraceLinks& links,
                                                            size_t bound_ops, size_t top_ops,
-                                                           const std::vector<std::string>& named_ops) {
+                                                           const std::vector<std::string>& named_ops,
+                                                           TimeRange window_ns) {
   const DependencyGraph g = build_dependency_graph(trace, links);
   if (g.stats.gpu_nodes == 0) return std::nullopt;
   std::vector<std::string> window_warnings;
-  const auto windows = path_windows(trace, links, g, window_warnings);
+  auto windows = path_windows(trace, links, g, window_warnings);
+  if (!window_ns.all() && !windows.empty()) {
+    const size_t iterations = windows.size() - 1;
+    std::erase_if(windows, [&, first = &windows.front()](const PathWindow& w) {
+      return &w != first && (w.start_ns < window_ns.begin_ns || w.end_ns > window_ns.end_ns);
+    });
+    if (iterations > 0 && windows.size() == 1) {
+      window_warnings.push_back(fmt::format(
+          "none of the {} iterations lies wholly inside the time window: the critical path covers the whole trace",
+          iterations));
+    } else if (iterations > 0) {
+      window_warnings.push_back(fmt::format(
+          "{} of {} iterations lie wholly inside the time window: the step figures and predicted gains are "
+          "theirs; the whole-window figures are the whole trace's",
+          windows.size() - 1, iterations));
+    } else {
+      window_warnings.push_back("no iterations: the critical path covers the whole trace, not only the time window");
+    }
+  }
   CriticalPathReport report = analyze_critical_path(trace, links, g, windows);
   report.warnings.insert(report.warnings.end(), window_warnings.begin(), window_warnings.end());
   CriticalPathSummary s = summarize_critical_path(trace, g, windows, report,

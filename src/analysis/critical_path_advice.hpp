@@ -56,10 +56,18 @@ struct CriticalPathSummary {
 
 // Builds the graph once on the ingested trace and summarises it; nullopt when
 // the trace has no GPU work. `bound_ops`: ops per side with a gain bound.
+// `window_ns`: a time range (gap analysis's --start-pct/--end-pct); only the
+// iterations inside it count (the whole-window figures stay the whole trace's,
+// and a warning says so).
+struct TimeRange {
+  int64_t begin_ns = INT64_MIN, end_ns = INT64_MAX;
+  bool all() const { return begin_ns == INT64_MIN && end_ns == INT64_MAX; }
+};
 std::optional<CriticalPathSummary> summarize_critical_path(const trace::Trace& trace,
                                                            const trace::TraceLinks& links,
                                                            size_t bound_ops = 10, size_t top_ops = 10,
-                                                           const std::vector<std::string>& named_ops = {});
+                                                           const std::vector<std::string>& named_ops = {},
+                                                           TimeRange window_ns = {});
 // The same from parts already built (magpie whatif has them).
 CriticalPathSummary summarize_critical_path(const trace::Trace& trace, const DependencyGraph& g,
                                             const std::vector<PathWindow>& windows,

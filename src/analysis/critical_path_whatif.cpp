@@ -1,6 +1,7 @@
 #include "analysis/critical_path_whatif.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -70,12 +71,18 @@ int64_t scaled(int64_t cost, const Scenario& s) {
   return std::max<int64_t>(0, v + s.add_ns);
 }
 
+// Input Dims as one-line JSON, so "[[4, 2048]]" and "[[4,2048]]" compare equal.
+std::string compact_json(std::string_view raw) {
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  return j.is_discarded() ? std::string(raw) : j.dump();
+}
+
 // Whether an op row or one of the events around it is named `name`; returns
 // the outermost such row (the call), else -1. Memoised per row.
 class OpMatcher {
  public:
-  OpMatcher(const trace::Trace& t, std::string_view name)
-      : t_(t), links_(trace::links_of(t)), id_(t.strings.find(name)) {
+  OpMatcher(const trace::Trace& t, std::string_view name, std::string shapes = {})
+      : t_(t), links_(trace::links_of(t)), id_(t.strings.find(name)), shapes_(std::move(shapes)) {
     if (known()) memo_.assign(t.events.size(), kUnknown);
   }
   bool known() const { return id_ != trace::StringPool::kNotInterned; }
@@ -85,7 +92,7 @@ class OpMatcher {
     if (slot != kUnknown) return slot;
     const int32_t parent = links_.parent[static_cast<size_t>(row)];
     const int32_t outer = parent >= 0 ? call_of(parent) : -1;
-    slot = outer >= 0 ? outer : (t_.events.name[static_cast<size_t>(row)] == id_ ? row : -1);
+    slot = outer >= 0 ? outer : (t_.events.name[static_cast<size_t>(row)] == id_ && shapes_match(row) ? row : -1);
     return slot;
   }
 
@@ -94,7 +101,18 @@ class OpMatcher {
   const trace::Trace& t_;
   const trace::TraceLinks& links_;
   trace::StringId id_;
+  std::string shapes_;
   std::vector<int32_t> memo_;  // row → outermost call around it named `name`, -1 none
+  std::unordered_map<uint32_t, bool> shapes_of_detail_;  // op_details row → its dims match
+
+  bool shapes_match(int32_t row) {
+    if (shapes_.empty()) return true;
+    const uint32_t d = t_.events.detail[static_cast<size_t>(row)];
+    if (d == trace::kNoDetail || d >= t_.events.op_details.size()) return false;
+    auto [it, fresh] = shapes_of_detail_.try_emplace(d, false);
+    if (fresh) it->second = compact_json(t_.str(t_.events.op_details[d].input_dims)) == shapes_;
+    return it->second;
+  }
 };
 
 bool is_host_work(NodeKind k) {
@@ -182,7 +200,7 @@ size_t apply(const trace::Trace& trace, const DependencyGraph& g, const Scenario
   size_t matched = 0;
   switch (s.kind) {
     case ScenarioKind::kOp: {
-      OpMatcher m(trace, s.name);
+      OpMatcher m(trace, s.name, s.shapes);
       if (!m.known()) break;
       std::unordered_map<int32_t, int32_t> last_of_call;  // call row → its last GPU node
       for (size_t v = 0; v < g.size(); ++v) {
@@ -334,6 +352,12 @@ Scenario parse_scenario(std::string_view text) {
   }
   if (s.kind != ScenarioKind::kCpu && name.empty()) bad(text, "missing the op name or kernel text");
   s.name = std::string(name);
+  if (const size_t bracket = s.name.find(":["); s.kind == ScenarioKind::kOp && bracket != std::string::npos) {
+    s.shapes = compact_json(std::string_view(s.name).substr(bracket + 1));
+    if (s.shapes.empty() || s.shapes[0] != '[' || nlohmann::json::parse(s.shapes, nullptr, false).is_discarded())
+      bad(text, "SHAPES must be a JSON list of shapes, as in op:aten::mm:[[4,2048],[2048,5632]]:2x");
+    s.name.resize(bracket);
+  }
   parse_change(text, value, s);
   if (s.kind == ScenarioKind::kCpu && s.add_ns != 0) bad(text, "cpu scenarios take a factor (cpu:2x)");
   return s;

@@ -30,6 +30,9 @@ struct Scenario {
   std::string text;  // as given
   ScenarioKind kind = ScenarioKind::kOp;
   std::string name;      // op name / kernel text / "" for all
+  // op only: the call's recorded Input Dims as compact JSON ("[[4,2048],[2048,5632]]",
+  // written op:NAME:SHAPES:CHANGE as replay's --op NAME:SHAPES); empty: any shapes.
+  std::string shapes;
   double speedup = 1;    // new time = old / speedup (inf → 0)
   int64_t add_ns = 0;    // added per call (op) or per kernel
 };

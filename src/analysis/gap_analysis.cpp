@@ -171,6 +171,7 @@ RankGapResult analyze_rank(const trace::Trace& trace, const GapAnalysisConfig& c
     win_begin = lo + static_cast<int64_t>(span * config.start_pct / 100.0);
     win_end = lo + static_cast<int64_t>(span * config.end_pct / 100.0);
   }
+  result.window_ns = {win_begin, win_end};
   auto in_window = [&](size_t r) { return t.end_ns(r) >= win_begin && t.ts_ns[r] <= win_end; };
 
   const trace::TraceLinks& links = trace::links_of(trace);

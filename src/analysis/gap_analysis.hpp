@@ -76,8 +76,10 @@ struct RankGapResult {
   GpuTimeline timeline;
   trace::LinkSummary links;
   trace::IngestStats ingest;
-  // The rank's critical path, what-ifs and ranked fixes over the whole trace
-  // (not only the percentage window); absent without GPU work.
+  // The percentage window (start_pct/end_pct) in trace time; all when unset.
+  TimeRange window_ns;
+  // The rank's critical path, what-ifs and ranked fixes, over the iterations
+  // inside the window (whole-window figures: the whole trace); absent without GPU work.
   std::optional<CriticalPathSummary> critical_path;
   std::vector<std::string> warnings;
 };

@@ -61,10 +61,25 @@ NoDeviceEvents explain_no_device_events(const RankGapResult& rank, const GapAnal
       if (device.find("runtime") != std::string::npos && name.find("runtime") == std::string::npos)
         device = name;  // a device's own events rather than its host API calls
     }
+    // Only an accelerator's own word says "another accelerator"; a plain "gpu"
+    // category (a browser's Chrome trace has one) may be no device work at all.
+    bool accelerator = false;
+    for (const auto& [name, n] : c.device_like_categories)
+      for (std::string_view w : {"mtia", "ccp", "xpu", "hpu", "npu", "tpu"})
+        accelerator = accelerator || name.find(w) != std::string::npos;
+    if (accelerator) {
+      return {NoDeviceEvents::kOtherDevice,
+              "no CUDA/HIP kernels; the trace's device work is in categories of another "
+              "accelerator: " + listed,
+              fmt::format("rank them with --categories {}", device)};
+    }
     return {NoDeviceEvents::kOtherDevice,
-            "no CUDA/HIP kernels; the trace's device work is in categories of another "
-            "accelerator: " + listed,
-            fmt::format("rank them with --categories {}", device)};
+            "no CUDA/HIP kernels; categories whose names suggest device work, from a profiler "
+            "Magpie does not read (a browser's own 'gpu' category is not GPU kernels): " + listed,
+            fmt::format("if these events are device work, rank them with --categories {}; for a "
+                        "PyTorch run, record with activities=[ProfilerActivity.CPU, "
+                        "ProfilerActivity.CUDA]",
+                        device)};
   }
   if (c.cpu_ops > 0) {
     return {NoDeviceEvents::kCpuOnly,
@@ -139,7 +154,8 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
     if (!ranks[i].kernels.empty() && ranks[i].device_events > 0) {
       // On the tables already ingested (no re-parse); a few gain bounds keep it cheap.
       try {
-        ranks[i].critical_path = summarize_critical_path(*loaded[i], trace::links_of(*loaded[i]), 5);
+        ranks[i].critical_path = summarize_critical_path(*loaded[i], trace::links_of(*loaded[i]), 5, 10, {},
+                                                         ranks[i].window_ns);
       } catch (const std::exception& e) {
         ranks[i].warnings.push_back(std::string("critical path skipped: ") + e.what());
       }

@@ -146,9 +146,14 @@ namespace {
 // kernel would buy end to end (nothing, on a launch-bound decode step).
 void rank_by_end_to_end_gain(const trace::Trace& trace, const trace::TraceLinks& links,
                              ReplayOutcome& out) {
+  // Per signature (name and recorded Input Dims), as the replay's targets are:
+  // a decode GEMM and a prefill GEMM of one op name buy different gains.
+  auto key = [](const auto& sig) {
+    return sig.input_dims.empty() ? sig.name : sig.name + ":" + sig.input_dims;
+  };
   std::vector<std::string> names;
-  for (const auto& t : out.targets) names.push_back(t.signature.name);
-  for (const auto& k : out.skipped) names.push_back(k.signature.name);
+  for (const auto& t : out.targets) names.push_back(key(t.signature));
+  for (const auto& k : out.skipped) names.push_back(key(k.signature));
   try {
     out.critical_path = analysis::summarize_critical_path(trace, links, 10, 10, names);
   } catch (const std::exception& e) {
@@ -163,10 +168,10 @@ void rank_by_end_to_end_gain(const trace::Trace& trace, const trace::TraceLinks&
   };
   for (const auto& t : out.targets)
     out.by_end_to_end_gain.push_back({t.rank, t.signature.name, t.signature.input_dims, t.cost.total_ns,
-                                      gain_of(t.signature.name)});
+                                      gain_of(key(t.signature))});
   for (const auto& k : out.skipped)
     out.by_end_to_end_gain.push_back({k.rank, k.signature.name, k.signature.input_dims, k.cost.total_ns,
-                                      gain_of(k.signature.name)});
+                                      gain_of(key(k.signature))});
   std::stable_sort(out.by_end_to_end_gain.begin(), out.by_end_to_end_gain.end(),
                    [](const EndToEndRank& a, const EndToEndRank& b) {
                      const int64_t ga = a.gain_ns.value_or(-1), gb = b.gain_ns.value_or(-1);

@@ -337,3 +337,49 @@ def test_gap_analysis_has_a_critical_path_section(magpie, tmp_path):
     assert runs["host"][0]["ranks"][0]["critical_path"]["median_step"]["length_us"] > 0
     assert runs["host"][0]["ranks"][0]["critical_path"]["recommendations"][0]["kind"] in HOST_FIXES
     assert runs["gpu"][0]["ranks"][0]["critical_path"]["recommendations"][0]["kind"] == "kernel"
+
+
+def test_gap_analysis_critical_path_keeps_to_the_time_window(magpie, tmp_path):
+    """--start-pct/--end-pct: the critical path's steps are the iterations wholly inside the
+    window (recounted here from the ProfilerStep annotations of the raw JSON), and a warning says
+    the whole-window figures stay the whole trace's."""
+    need(LLAMA)
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events(LLAMA)
+                   if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    out = {}
+    for name, extra in (("all", []), ("half", ["--start-pct", "50"])):
+        d = tmp_path / name
+        r = subprocess.run([str(magpie), "benchmark", "--trace-dir", str(LLAMA.parent), "-o", str(d), *extra],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[name] = json.loads((d / "gap_analysis" / "gap_analysis.json").read_text())["ranks"][0]["critical_path"]
+    assert out["all"]["iterations"] > 0
+    assert not any("time window" in w for w in out["all"]["warnings"])
+    half = out["half"]
+    assert 0 < half["iterations"] < out["all"]["iterations"]
+    assert any("lie wholly inside the time window" in w for w in half["warnings"])
+    assert half["whole"]["length_us"] == pytest.approx(out["all"]["whole"]["length_us"])
+
+
+def test_op_scenario_with_shapes_changes_only_that_signature(magpie):
+    """op:NAME:SHAPES:CHANGE touches only the calls whose Input Dims are SHAPES: each signature's
+    call count (recounted from the raw JSON) is what +1us matches, the signatures add up to the
+    name alone, and the prefill GEMM (16384 rows) buys more than the decode GEMM of its weight."""
+    need(LLAMA)
+    counts = {}
+    for e in events(LLAMA):
+        if e.get("name") == "aten::mm" and e.get("ph") == "X":
+            key = json.dumps(e["args"].get("Input Dims"), separators=(",", ":"))
+            counts[key] = counts.get(key, 0) + 1
+    sigs = sorted(counts)
+    r = whatif_json(magpie, LLAMA, "op:aten::mm:+1us", *[f"op:aten::mm:{s}:+1us" for s in sigs])
+    whole, per_sig = r["whatif"][0], r["whatif"][1:]
+    assert [w["matched"] for w in per_sig] == [counts[s] for s in sigs]
+    assert sum(w["matched"] for w in per_sig) == whole["matched"]
+    # Spaces in SHAPES do not matter; the prefill GEMM gains more at zero time than its decode twin.
+    prefill, decode = "[[16384, 4096], [4096, 14336]]", "[[16, 4096], [4096, 14336]]"
+    a, b = whatif_json(magpie, LLAMA, f"op:aten::mm:{prefill}:inf", f"op:aten::mm:{decode}:inf")["whatif"]
+    assert a["matched"] > 0 and b["matched"] > 0
+    assert a["gain_us"] > b["gain_us"]
+    bad = run(magpie, LLAMA, "--scenario", "op:aten::mm:[[16,4096:inf", check=False)
+    assert bad.returncode == 2 and "SHAPES" in bad.stderr

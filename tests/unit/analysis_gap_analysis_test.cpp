@@ -119,6 +119,25 @@ TEST(GapNoDeviceEvents, EachPublicTraceGetsItsOwnCauseAndFix) {
   EXPECT_EQ(window.fix.find("ProfilerActivity"), std::string::npos) << window.fix;
 }
 
+// A Chrome browser trace (written here in its own shape: comma-joined
+// categories such as "gpu,toplevel") is not called another accelerator.
+TEST(GapNoDeviceEvents, ABrowsersGpuCategoryIsNotAnotherAccelerator) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("magpie_chrome_{}.json", ::getpid());
+  {
+    std::ofstream f(file);
+    f << R"({"traceEvents":[
+      {"ph":"X","cat":"gpu,toplevel","name":"GpuChannel::ExecuteDeferredRequest","pid":7,"tid":9,"ts":100,"dur":40},
+      {"ph":"X","cat":"gpu","name":"CommandBufferStub::OnAsyncFlush","pid":7,"tid":9,"ts":150,"dur":20},
+      {"ph":"X","cat":"toplevel","name":"ThreadControllerImpl::RunTask","pid":7,"tid":3,"ts":90,"dur":100}]})";
+  }
+  const auto why = why_none(file);
+  fs::remove(file);
+  EXPECT_EQ(why.cause, NoDeviceEvents::kOtherDevice) << why.what;
+  EXPECT_EQ(why.what.find("another accelerator"), std::string::npos) << why.what;
+  EXPECT_NE(why.what.find("gpu,toplevel"), std::string::npos) << why.what;
+  EXPECT_NE(why.fix.find("ProfilerActivity.CUDA"), std::string::npos) << why.fix;
+}
+
 fs::path fresh_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / fmt::format("magpie_gap_{}_{}", name, ::getpid());
   fs::remove_all(dir);
