@@ -139,7 +139,14 @@ def test_launch0_spacing_comes_from_graph_kernels_in_the_trace_or_the_option(mag
     assert g["graph_gap_samples"] == len(gaps)
     assert g["graph_gap_us"] == pytest.approx(gaps[len(gaps) // 2], abs=0.002)
 
-    need(LLAMA)
+    # An eager trace from an H100 SXM takes the figure graph_gap.py measured on that GPU model.
+    h100 = whatif_json(magpie, REPO_ROOT / "tests" / "data" / "public_traces" /
+                       "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz", "launch:0")
+    assert h100["graph"]["graph_gap_source"] == "measured on this GPU model without the profiler"
+    assert h100["graph"]["graph_gap_us"] == pytest.approx(0.106)
+    assert not any("--graph-gap-us" in w for w in h100["whatif"][0]["warnings"])
+
+    need(LLAMA)  # an H200 trace: no figure measured on that model yet
     eager = whatif_json(magpie, LLAMA, "launch:0")
     assert eager["graph"]["graph_gap_source"].startswith("the gap between queued eager kernels")
     assert eager["graph"]["graph_gap_us"] == eager["graph"]["back_to_back_gap_us"]
