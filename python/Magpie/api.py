@@ -31,6 +31,14 @@ def _native():
     return _magpie
 
 
+def _need_numpy() -> None:
+    """Tables hold NumPy arrays: say so before the job runs, not after."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise ImportError("Magpie's tables are NumPy arrays: pip install numpy (and pandas for DataFrames)") from None
+
+
 class Table:
     """Named columns of equal length: NumPy arrays (numbers) and lists (text)."""
 
@@ -100,6 +108,7 @@ class TraceLens:
 def load_trace(path: "os.PathLike | str", *, threads: int = 0, include_python_functions: bool = False,
                progress: Progress = None) -> Trace:
     """Read one trace file (Kineto JSON, gzip or not; rocprofv3 JSON or CSV)."""
+    _need_numpy()
     raw = _native().load_trace(os.fspath(path), threads, include_python_functions, progress)
     return Trace(path=raw["path"], format=raw["format"], rank=raw["rank"], kernels=Table(raw["kernels"]),
                  ops=Table(raw["ops"]), timeline=Table(raw["timeline"]), warnings=list(raw["warnings"]))
@@ -113,6 +122,7 @@ def gap_analysis(trace_dir: "os.PathLike | str", *, top_k: int = 20, start_pct: 
     Writes the same reports as the CLI under OUTPUT_DIR/gap_analysis_<time>/
     (OUTPUT_DIR/gap_analysis points at the newest) and, with `record`, a row
     in the results store."""
+    _need_numpy()
     raw = _native().gap_analysis(os.fspath(trace_dir), top_k, start_pct, end_pct, min_duration_us,
                                  os.fspath(output_dir), threads, record, progress)
     return GapAnalysis(kernels=Table(raw["kernels"]), ranks=Table(raw["ranks"]),

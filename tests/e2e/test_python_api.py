@@ -236,6 +236,30 @@ def test_gil_is_released_while_gap_analysis_runs(venv, env, tmp_path):
     assert out["seen"][-1] - out["seen"][0] > 0, out
 
 
+def test_ctrl_c_during_a_call_raises_keyboard_interrupt(venv, env, tmp_path):
+    """SIGINT (Ctrl-C) arrives while the job runs (sent from its first progress
+    callback): the waiting thread sees it, sets the job's cancel flag and, once
+    the job returns, raises KeyboardInterrupt instead of returning a result.
+    The waiting thread takes the signal from Python, so were it not raised
+    again the interrupt would be lost and the call would return. (The trace
+    jobs do not check the cancel flag yet: docs/PYTHON_API.md.)"""
+    out = api(venv, f"""
+        import os, signal
+        sent = []
+        def progress(done, total, msg):
+            if not sent:
+                sent.append(1)
+                os.kill(os.getpid(), signal.SIGINT)
+        try:
+            Magpie.gap_analysis({str(SAMPLE)!r}, output_dir="py", progress=progress)
+            out = {{"outcome": "returned"}}
+        except KeyboardInterrupt:
+            out = {{"outcome": "KeyboardInterrupt"}}
+        out["sent"] = len(sent)
+    """, env, tmp_path, timeout=120)
+    assert out == {"outcome": "KeyboardInterrupt", "sent": 1}
+
+
 def test_launcher_still_runs_the_binary(venv, env, tmp_path):
     r = subprocess.run([venv / "bin" / "python", "-m", "Magpie", "--version"], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=60)

@@ -172,6 +172,15 @@ def test_installed_binary_finds_its_harness(venv, tmp_path):
     assert venv.resolve() in path.resolve().parents
 
 
+def test_python_api_without_numpy_says_what_to_install(venv):
+    """This venv has the wheel only: the API's tables need NumPy, and the call
+    says so before it runs the job (docs/PYTHON_API.md)."""
+    code = ("import Magpie\ntry:\n    Magpie.gap_analysis('.')\nexcept ImportError as e:\n    print(e)\n")
+    r = run(venv, venv / "bin" / "python", "-c", code)
+    assert r.returncode == 0, r.stderr
+    assert "pip install numpy" in r.stdout, r.stdout
+
+
 def test_mcp_stdio_initialize(venv):
     env = {k: v for k, v in os.environ.items() if k not in ("MAGPIE_HOST", "MAGPIE_PORT")}
     r = run(venv, venv / "bin" / "python", "-m", "Magpie.mcp", input=json.dumps(INITIALIZE) + "\n", env=env)
