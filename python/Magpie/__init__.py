@@ -5,6 +5,10 @@ ARGS; `python -m Magpie.mcp` starts its MCP server. The wheel lays the binary
 out the way `cmake --install` does, under this package's directory:
 bin/magpie, lib/libmagpie_cupti.so (when CUPTI was found at build time) and
 share/magpie/python/magpie_bench, so the binary finds its pieces on its own.
+
+The same analyses run in-process too (api.py, docs/PYTHON_API.md):
+`Magpie.load_trace`, `Magpie.gap_analysis`, `Magpie.tracelens`, with tables as
+pandas DataFrames and errors as `Magpie.MagpieError`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["binary", "exec_magpie"]
+from Magpie.api import (GapAnalysis, MagpieError, Table, Trace, TraceLens, gap_analysis, load_trace,
+                        tracelens)
+
+__all__ = ["binary", "exec_magpie", "load_trace", "gap_analysis", "tracelens", "MagpieError", "Table",
+           "Trace", "GapAnalysis", "TraceLens"]
 
 _HERE = Path(__file__).resolve().parent
 

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "jobs/run_recorder.hpp"
 #include "store/results_store.hpp"
+#include "trace/trace_loader.hpp"
 
 namespace magpie::jobs {
 
@@ -135,6 +136,21 @@ TraceLensOutcome run_tracelens(const analysis::TraceLensOptions& request, const 
     if (!out.result.errors.empty()) recorder.fail(out.result.errors.front());
     return out;
   });
+}
+
+LoadedTrace load_trace(const fs::path& path, const trace::IngestOptions& ingest, const JobContext& context) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw Error(ErrorKind::kUsage, "load_trace reads one trace file, not a folder", path.string(),
+                std::nullopt, "pass one of its files, or run gap_analysis over the folder");
+  }
+  context.report(0, 1, "reading " + path.string());
+  LoadedTrace out;
+  out.trace = trace::load_trace(path, ingest);
+  // The whole trace (no window), as gap analysis computes each rank's timeline.
+  out.timeline = analysis::analyze_rank(out.trace, analysis::GapAnalysisConfig{}).timeline;
+  context.report(1, 1, "read " + path.string());
+  return out;
 }
 
 nlohmann::json report_json(const TraceLensOutcome& outcome) {

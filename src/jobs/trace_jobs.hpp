@@ -53,6 +53,19 @@ struct TraceLensOutcome {
 
 TraceLensOutcome run_tracelens(const analysis::TraceLensOptions& request, const JobContext& context);
 
+// One trace file in memory, for a caller that reads its tables (the Python
+// API's load_trace): the events as ingested and the GPU timeline that gap
+// analysis computes for the whole trace. Nothing is written or recorded.
+struct LoadedTrace {
+  trace::Trace trace;
+  analysis::GpuTimeline timeline;
+};
+
+// Throws magpie::Error as gap analysis does for the same file (kNotFound,
+// kBadFormat, ...); a folder is a usage error (gap_analysis reads folders).
+LoadedTrace load_trace(const std::filesystem::path& path, const trace::IngestOptions& ingest,
+                       const JobContext& context);
+
 // The manifest (tracelens_manifest.json).
 nlohmann::json report_json(const TraceLensOutcome& outcome);
 // What `magpie tracelens` prints on stdout (warnings and errors excluded).

@@ -1,0 +1,142 @@
+"""Magpie's analyses called in-process: the C++ jobs behind `magpie benchmark
+--trace-dir` and `magpie tracelens`, through the extension Magpie._magpie
+(src/python_api), with the GIL released while they run. Tables come back as
+columns built in C++ (NumPy arrays for numbers, lists for text) and become
+pandas DataFrames here, never through a CSV file. docs/PYTHON_API.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from Magpie._errors import MagpieError
+
+__all__ = ["MagpieError", "Table", "Trace", "GapAnalysis", "TraceLens", "load_trace", "gap_analysis", "tracelens"]
+
+Progress = Optional[Callable[[float, Optional[float], str], Any]]
+
+
+def _native():
+    try:
+        from Magpie import _magpie
+    except ImportError as e:
+        raise ImportError(
+            f"Magpie's Python API (the extension Magpie._magpie) cannot be imported: {e}. "
+            "It is built into the wheel (`pip install .` from the Magpie source tree); "
+            "the `magpie` command works without it"
+        ) from e
+    return _magpie
+
+
+def _need_numpy() -> None:
+    """Tables hold NumPy arrays: say so before the job runs, not after."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise ImportError("Magpie's tables are NumPy arrays: pip install numpy (and pandas for DataFrames)") from None
+
+
+class Table:
+    """Named columns of equal length: NumPy arrays (numbers) and lists (text)."""
+
+    def __init__(self, columns: dict):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __repr__(self) -> str:
+        return f"Table({len(self)} rows: {', '.join(self.columns)})"
+
+    def to_pandas(self):
+        """A pandas DataFrame of the columns (pandas is needed only here)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Table.to_pandas() needs pandas: pip install pandas") from None
+        return pandas.DataFrame(self.columns)
+
+    def to_dict(self) -> dict:
+        return dict(self.columns)
+
+
+@dataclass
+class Trace:
+    """One trace file in memory (load_trace)."""
+
+    path: str
+    format: str
+    rank: int
+    kernels: Table  # kernels, copies and sets: ts_ns, dur_ns, name, category, device, stream, ...
+    ops: Table  # cpu_op events: ts_ns, dur_ns, name, pid, tid, external_id, input_dims
+    timeline: Table  # one row: span, busy, idle, computation, exposed communication and copies (us)
+    warnings: list = field(default_factory=list)
+
+
+@dataclass
+class GapAnalysis:
+    """gap_analysis's result; the report files are written as by the CLI."""
+
+    kernels: Table  # gap_analysis.csv's rows and columns, numbers unrounded
+    ranks: Table  # one row per rank: trace file, kernel time, GPU timeline
+    report: dict  # gap_analysis.json
+    console: str  # the CLI's summary
+    warnings: list
+    output_dir: str
+    csv: str
+    json: str
+    seconds: float
+    run_id: int  # the results store's row; 0 when not recorded
+
+
+@dataclass
+class TraceLens:
+    """tracelens's result: the manifest and the report files it lists."""
+
+    report: dict  # tracelens_manifest.json
+    console: str
+    output_files: list
+    errors: list  # problems that still left some report (the CLI exits 1 when there are any)
+    warnings: list
+    manifest: str
+    run_id: int
+
+
+def load_trace(path: "os.PathLike | str", *, threads: int = 0, include_python_functions: bool = False,
+               progress: Progress = None) -> Trace:
+    """Read one trace file (Kineto JSON, gzip or not; rocprofv3 JSON or CSV)."""
+    _need_numpy()
+    raw = _native().load_trace(os.fspath(path), threads, include_python_functions, progress)
+    return Trace(path=raw["path"], format=raw["format"], rank=raw["rank"], kernels=Table(raw["kernels"]),
+                 ops=Table(raw["ops"]), timeline=Table(raw["timeline"]), warnings=list(raw["warnings"]))
+
+
+def gap_analysis(trace_dir: "os.PathLike | str", *, top_k: int = 20, start_pct: float = 0, end_pct: float = 100,
+                 min_duration_us: float = 0, output_dir: "os.PathLike | str" = "./results", threads: int = 0,
+                 record: bool = True, progress: Progress = None) -> GapAnalysis:
+    """`magpie benchmark --trace-dir TRACE_DIR`: the top kernels over every rank.
+
+    Writes the same reports as the CLI under OUTPUT_DIR/gap_analysis_<time>/
+    (OUTPUT_DIR/gap_analysis points at the newest) and, with `record`, a row
+    in the results store."""
+    _need_numpy()
+    raw = _native().gap_analysis(os.fspath(trace_dir), top_k, start_pct, end_pct, min_duration_us,
+                                 os.fspath(output_dir), threads, record, progress)
+    return GapAnalysis(kernels=Table(raw["kernels"]), ranks=Table(raw["ranks"]),
+                       report=json.loads(raw["report_json"]), console=raw["console"],
+                       warnings=list(raw["warnings"]), output_dir=raw["output_dir"], csv=raw["csv"],
+                       json=raw["json"], seconds=raw["seconds"], run_id=raw["run_id"])
+
+
+def tracelens(trace: "os.PathLike | str", *, mode: str = "inference", stages: Sequence[str] = (),
+              output_dir: "os.PathLike | str" = "./results", threads: int = 0, record: bool = True,
+              progress: Progress = None) -> TraceLens:
+    """`magpie tracelens TRACE --mode MODE`: reports under OUTPUT_DIR/tracelens."""
+    raw = _native().tracelens(os.fspath(trace), mode, list(stages), os.fspath(output_dir), threads, record,
+                              progress)
+    return TraceLens(report=json.loads(raw["report_json"]), console=raw["console"],
+                     output_files=list(raw["output_files"]), errors=list(raw["errors"]),
+                     warnings=list(raw["warnings"]), manifest=raw["manifest"], run_id=raw["run_id"])
