@@ -1,0 +1,104 @@
+#include "core/change_points.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace magpie::stats {
+
+namespace {
+
+// splitmix64: a small, fully specified generator (std::shuffle's use of a
+// distribution differs between standard libraries; this does not).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n) by rejection (no modulo bias).
+  size_t below(size_t n) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = next();
+    while (x >= limit);
+    return static_cast<size_t>(x % n);
+  }
+};
+
+void shuffle(std::vector<double>& v, SplitMix& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+}  // namespace
+
+Split best_split(std::span<const double> y, size_t min_size) {
+  const size_t m = y.size();
+  min_size = std::max<size_t>(min_size, 2);  // a part needs a pair for its own spread
+  if (m < 2 * min_size) return {};
+  // Move points one by one from the right part to the left, keeping the three
+  // sums: between (A), within left (B), within right (C). O(m²) in all.
+  double a = 0, b = 0, c = 0;
+  for (size_t i = 0; i < m; ++i)
+    for (size_t k = i + 1; k < m; ++k) c += std::fabs(y[i] - y[k]);
+  Split best;
+  for (size_t t = 0; t + min_size < m; ++t) {
+    double to_left = 0, to_right = 0;  // y[t]'s distances to the left part and to the rest of the right
+    for (size_t k = 0; k < t; ++k) to_left += std::fabs(y[t] - y[k]);
+    for (size_t k = t + 1; k < m; ++k) to_right += std::fabs(y[t] - y[k]);
+    a += to_right - to_left;
+    b += to_left;
+    c -= to_right;
+    const size_t tau = t + 1;  // the left part is now y[0..tau)
+    if (tau < min_size) continue;
+    const double nl = static_cast<double>(tau), nr = static_cast<double>(m - tau);
+    const double e = 2 * a / (nl * nr) - b / (nl * (nl - 1) / 2) - c / (nr * (nr - 1) / 2);
+    const double q = nl * nr / static_cast<double>(m) * e;
+    if (q > best.q || best.index == 0) best = {tau, q};
+  }
+  return best;
+}
+
+std::vector<ChangePoint> e_divisive(std::span<const double> values,
+                                    const ChangePointSettings& settings) {
+  std::vector<ChangePoint> found;
+  struct Segment {
+    size_t begin, end;
+    Split split;
+  };
+  auto make = [&](size_t begin, size_t end) {
+    return Segment{begin, end, best_split(values.subspan(begin, end - begin), settings.min_size)};
+  };
+  std::vector<Segment> segments{make(0, values.size())};
+  SplitMix rng{settings.seed};
+  const int perms = std::max(settings.permutations, 1);
+  // A shuffle beats the observed Q k times; once (k+1)/(P+1) > alpha the split
+  // cannot be significant: stop early (an insignificant test costs few shuffles).
+  const double needed = settings.alpha * (perms + 1) - 1;
+  while (found.size() < settings.max_change_points) {
+    auto it = std::max_element(segments.begin(), segments.end(), [](const auto& l, const auto& r) {
+      return l.split.index == 0 || (r.split.index != 0 && l.split.q < r.split.q);
+    });
+    if (it == segments.end() || it->split.index == 0) break;
+    std::vector<double> shuffled(values.begin() + static_cast<std::ptrdiff_t>(it->begin),
+                                 values.begin() + static_cast<std::ptrdiff_t>(it->end));
+    int beaten = 0, done = 0;
+    for (; done < perms && beaten <= needed; ++done) {
+      shuffle(shuffled, rng);
+      if (best_split(shuffled, settings.min_size).q >= it->split.q) ++beaten;
+    }
+    const double p = (beaten + 1.0) / (done + 1.0);
+    if (done < perms || p > settings.alpha) break;
+    const size_t at = it->begin + it->split.index;
+    found.push_back({at, it->split.q, p});
+    const size_t begin = it->begin, end = it->end;
+    *it = make(begin, at);
+    segments.push_back(make(at, end));
+  }
+  std::sort(found.begin(), found.end(),
+            [](const ChangePoint& l, const ChangePoint& r) { return l.index < r.index; });
+  return found;
+}
+
+}  // namespace magpie::stats
