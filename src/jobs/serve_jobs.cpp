@@ -87,7 +87,9 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
     // What the run's series key reads (store/series.hpp): runs with the same engine, model,
     // image and workload are points of one series.
     recorder.metadata("engine", config.framework);
-    recorder.metadata("model", config.model);
+    recorder.metadata("model", !config.model.empty() || !out.report.server
+                                   ? config.model
+                                   : out.report.server->served_model);
     if (out.report.server) {
       recorder.metadata("model_revision", out.report.server->model_revision);
       recorder.metadata("image", out.report.server->image);
