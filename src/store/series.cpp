@@ -313,7 +313,13 @@ SeriesHistory history_of(const SeriesSummary& s, const std::vector<RunRecord>& r
 
 SeriesHistory series_history(const ResultsStore& store, const std::string& id_or_prefix,
                              const std::string& metric, const ChangeSettings& settings) {
-  auto s = find_series(store, id_or_prefix);
+  auto g = group_runs(store);
+  std::vector<SeriesSummary> hits;
+  for (const auto& [id, runs] : g.runs)
+    if (id.compare(0, id_or_prefix.size(), id_or_prefix) == 0)
+      hits.push_back(summarize(id, g.keys[id], runs));
+  auto s = hits.size() == 1 && !id_or_prefix.empty() ? hits.front()
+                                                     : find_series(store, id_or_prefix);
   std::string m = metric;
   if (m.empty()) {
     auto d = default_metrics(s.key.kind, s.metrics);
@@ -324,7 +330,6 @@ SeriesHistory series_history(const ResultsStore& store, const std::string& id_or
                 fmt::format("series {} has no metric '{}'", s.id, m.empty() ? "(none)" : m),
                 store.path().string(), std::nullopt,
                 fmt::format("its metrics: {}", fmt::join(s.metrics, ", ")));
-  auto g = group_runs(store);
   return history_of(s, g.runs[s.id], m, settings);
 }
 

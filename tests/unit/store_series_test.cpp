@@ -45,6 +45,39 @@ TEST(ChangePoints, BestSplitIsAtAClearStep) {
   EXPECT_TRUE(stats::e_divisive(five).empty());
 }
 
+// The definition, term by term (O(m³)): what best_split's O(m log m) sums must equal.
+stats::Split brute_force_split(const std::vector<double>& y, size_t min_size) {
+  stats::Split best;
+  const size_t m = y.size();
+  for (size_t tau = min_size; tau + min_size <= m; ++tau) {
+    double a = 0, b = 0, c = 0;
+    for (size_t i = 0; i < tau; ++i)
+      for (size_t j = tau; j < m; ++j) a += std::fabs(y[i] - y[j]);
+    for (size_t i = 0; i < tau; ++i)
+      for (size_t k = i + 1; k < tau; ++k) b += std::fabs(y[i] - y[k]);
+    for (size_t j = tau; j < m; ++j)
+      for (size_t k = j + 1; k < m; ++k) c += std::fabs(y[j] - y[k]);
+    const double nl = double(tau), nr = double(m - tau);
+    const double q = nl * nr / double(m) *
+                     (2 * a / (nl * nr) - b / (nl * (nl - 1) / 2) - c / (nr * (nr - 1) / 2));
+    if (best.index == 0 || q > best.q) best = {tau, q};
+  }
+  return best;
+}
+
+TEST(ChangePoints, FastSplitSearchMatchesTheDefinition) {
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int> ties(0, 5);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> v = series(rng, 6 + static_cast<size_t>(trial), 0.05, 4 + trial / 3, 0.03);
+    if (trial % 5 == 0)  // ties: values from a small set
+      for (auto& x : v) x = ties(rng);
+    auto fast = stats::best_split(v, 3), slow = brute_force_split(v, 3);
+    EXPECT_EQ(fast.index, slow.index) << "trial " << trial;
+    EXPECT_NEAR(fast.q, slow.q, 1e-9 * std::max(1.0, std::fabs(slow.q))) << "trial " << trial;
+  }
+}
+
 TEST(ChangePoints, DeterministicForOneSeed) {
   std::mt19937_64 rng(7);
   auto v = series(rng, 40, 0.02, 20, 0.05);
