@@ -151,9 +151,12 @@ TEST(SeriesChanges, AStepSmallerThanTheRunToRunNoiseIsNotConfirmed) {
   for (int trial = 0; trial < 100; ++trial)
     confirmed += !find_changes(series(rng, 30, 0.13, 15, 0.05), true, 0.13).empty();
   EXPECT_LE(confirmed, 5);
-  // And the same step is confirmed when repeats measure 1%.
+  // The gate itself: a clean 5% step (1% noise within the series, p tiny) is confirmed when
+  // repeats measure 1% of run-to-run noise, and not when they measure 13%.
   auto v = series(rng, 30, 0.01, 15, 0.05);
+  EXPECT_EQ(stats::e_divisive(v).size(), 1u);
   EXPECT_EQ(find_changes(v, true, 0.01).size(), 1u);
+  EXPECT_TRUE(find_changes(v, true, 0.13).empty());
   // A latency (lower is better) that rises is a regression; one that falls, an improvement.
   std::vector<double> up{10, 10.1, 9.9, 10, 10.05, 12, 12.1, 11.9, 12.2, 12};
   auto c = find_changes(up, false, 0.01);
