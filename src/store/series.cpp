@@ -170,6 +170,29 @@ std::vector<SeriesChange> gate_changes(std::span<const double> values,
   return out;
 }
 
+// A benchmark recorded before runs carried their workload: its command line
+// stands in for it, without what changes between runs of one workload (the
+// binary's path, the output folder, the endpoint's port).
+std::string workload_from_command(const std::string& command_line) {
+  std::vector<std::string> words;
+  for (size_t a = 0, b; a < command_line.size(); a = b + 1) {
+    b = command_line.find(' ', a);
+    if (b == std::string::npos) b = command_line.size();
+    if (b > a) words.push_back(command_line.substr(a, b - a));
+  }
+  std::string kept;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const auto& w = words[i];
+    if (w == "-o" || w == "--output-dir" || w == "--endpoint") {
+      ++i;  // and its value
+      continue;
+    }
+    if (w.rfind("--output-dir=", 0) == 0 || w.rfind("--endpoint=", 0) == 0) continue;
+    kept += (kept.empty() ? "" : " ") + w;
+  }
+  return kept.empty() ? "" : "command " + hash_config(kept).substr(0, 8);
+}
+
 }  // namespace
 
 SeriesKey series_key(const RunRecord& r) {
@@ -184,6 +207,8 @@ SeriesKey series_key(const RunRecord& r) {
   k.model_revision = meta(r, "model_revision");
   k.image = meta(r, "image");
   k.workload = meta(r, "workload");
+  if (k.workload.empty() && r.kind == RunKind::kBenchmark)
+    k.workload = workload_from_command(r.command_line);
   k.host_class = meta(r, "host_class");
   if (k.host_class.empty()) k.host_class = r.host;
   return k;

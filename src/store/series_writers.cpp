@@ -13,6 +13,9 @@ using nlohmann::json;
 
 namespace {
 
+// Below this many points no split has min_size points a side.
+constexpr size_t kShortSeries = 2 * stats::ChangePointSettings{}.min_size;
+
 std::string short_commit(const std::string& c) { return c.empty() ? "-" : c.substr(0, 10); }
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
@@ -185,6 +188,13 @@ std::string check_text(const CheckResult& r) {
       r.checked.size() == 1 ? "" : "s", r.since.empty() ? "" : " since " + r.since, regressions,
       regressions == 1 ? "" : "s", r.changes.size() - regressions,
       r.changes.size() - regressions == 1 ? "" : "s");
+  size_t short_series = 0;
+  for (const auto& c : r.checked) short_series += c.points < kShortSeries;
+  if (short_series)
+    out += fmt::format(
+        "{} of them ha{} fewer than {} points: too short to confirm a change (3 points a side, "
+        "about 5 for a significant step)\n",
+        short_series, short_series == 1 ? "s" : "ve", kShortSeries);
   if (r.changes.empty()) return out;
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : r.changes)

@@ -252,5 +252,24 @@ TEST(Series, RunsOfOneKeyFormOneSeriesAndRepeatsOneCommitPoint) {
   fs::remove_all(path.parent_path());
 }
 
+// Benchmarks recorded before runs carried their workload: the command line tells workloads
+// apart, without the binary, the output folder and the endpoint (which change between runs).
+TEST(Series, OldBenchmarksAreGroupedByTheirCommandWithoutPathsAndPorts) {
+  RunRecord a;
+  a.kind = RunKind::kBenchmark;
+  a.config_hash = "vllm||endpoint";
+  a.host = "h";
+  a.command_line = "/a/magpie benchmark vllm --endpoint http://127.0.0.1:4001 --concurrency 2 -o x";
+  RunRecord b = a;
+  b.command_line = "/b/magpie benchmark vllm --endpoint http://127.0.0.1:5002 --concurrency 2 -o y";
+  RunRecord c = a;
+  c.command_line = "/a/magpie benchmark vllm --endpoint http://127.0.0.1:4001 --concurrency 8 -o x";
+  EXPECT_EQ(series_id(series_key(a)), series_id(series_key(b)));
+  EXPECT_NE(series_id(series_key(a)), series_id(series_key(c)));
+  RunRecord d = c;  // a run that recorded its workload: the command line is not read
+  d.metadata["workload"] = "CONC2_ISL8_OSL4_N6";
+  EXPECT_EQ(series_key(d).workload, "CONC2_ISL8_OSL4_N6");
+}
+
 }  // namespace
 }  // namespace magpie::store
