@@ -122,11 +122,15 @@ std::vector<ChangePoint> e_divisive(std::span<const double> values,
                                  values.begin() + static_cast<std::ptrdiff_t>(it->end));
     int beaten = 0, done = 0;
     for (; done < perms && beaten <= needed; ++done) {
+      if (beaten == 0 && done == settings.decisive) break;  // none beat it: clearly significant
       shuffle(shuffled, rng);
-      if (best_split(shuffled, settings.min_size).q >= it->split.q) ++beaten;
+      // A shuffle that puts the same values on each side has the same Q; summed in another
+      // order it may come out a rounding error below. It counts as beating the split.
+      const double tie = 1e-9 * std::fabs(it->split.q);
+      if (best_split(shuffled, settings.min_size).q >= it->split.q - tie) ++beaten;
     }
     const double p = (beaten + 1.0) / (done + 1.0);
-    if (done < perms || p > settings.alpha) break;
+    if (beaten > needed || p > settings.alpha) break;
     const size_t at = it->begin + it->split.index;
     found.push_back({at, it->split.q, p});
     const size_t begin = it->begin, end = it->end;

@@ -192,22 +192,23 @@ RunRecord bench_run(const std::string& commit, int minute, double throughput,
 TEST(Series, RunsOfOneKeyFormOneSeriesAndRepeatsOneCommitPoint) {
   auto path = temp_store("group");
   auto db = ResultsStore::open(path);
-  // Commits c0..c9, two repeats each; c6 on drops throughput 10%.
-  for (int c = 0; c < 10; ++c)
+  // Commits c0..c10, two repeats each; c6 on drops throughput 10% (6 points before, 5 after:
+  // enough for the permutation test at 1%, docs/RESULTS.md).
+  for (int c = 0; c < 11; ++c)
     for (int rep = 0; rep < 2; ++rep)
       db.insert_finished(bench_run(fmt::format("c{}", c), c * 2 + rep,
                                    (c >= 6 ? 90.0 : 100.0) + (rep ? 0.5 : -0.5)));
   // Another GPU index of the same model: the same series. Another host class: its own.
-  db.insert_finished(bench_run("c9", 30, 90, "NVIDIA H100 80GB HBM3 (GPU 3)"));
-  auto other = bench_run("c9", 31, 50);
+  db.insert_finished(bench_run("c10", 30, 90, "NVIDIA H100 80GB HBM3 (GPU 3)"));
+  auto other = bench_run("c10", 31, 50);
   other.metadata["host_class"] = "ci-a100";
   db.insert_finished(other);
 
   auto all = list_series(db);
   ASSERT_EQ(all.size(), 2u);
-  const auto& s = all[0].runs == 21 ? all[0] : all[1];
-  EXPECT_EQ(s.runs, 21u);
-  EXPECT_EQ(s.commits, 10u);
+  const auto& s = all[0].runs == 23 ? all[0] : all[1];
+  EXPECT_EQ(s.runs, 23u);
+  EXPECT_EQ(s.commits, 11u);
   EXPECT_EQ(s.id.size(), 10u);
   EXPECT_EQ(s.key.gpu_model, "NVIDIA H100 80GB HBM3");
   EXPECT_NE(s.label.find("vllm tiny-llama CONC2_ISL32_OSL8 on NVIDIA H100 80GB HBM3 @ ci-h100"),
@@ -217,15 +218,14 @@ TEST(Series, RunsOfOneKeyFormOneSeriesAndRepeatsOneCommitPoint) {
 
   auto h = series_history(db, s.id);
   EXPECT_EQ(h.metric, "request_throughput");
-  ASSERT_EQ(h.points.size(), 10u);
+  ASSERT_EQ(h.points.size(), 11u);
   EXPECT_EQ(h.points[0].commit, "c0");
   EXPECT_DOUBLE_EQ(h.points[0].value, 100);
   ASSERT_TRUE(h.points[0].ci_low && h.points[0].ci_high);
   EXPECT_NEAR(*h.points[0].ci_high - 100, 12.706 * 0.5, 1e-9);  // t(1) · s/√2, s = 0.5·√2
-  EXPECT_EQ(h.points[9].run_ids.size(), 3u);
+  EXPECT_EQ(h.points[10].run_ids.size(), 3u);
   EXPECT_EQ(h.noise.basis, "repeats");
   EXPECT_NEAR(h.noise.cv, 0.006, 0.002);
-  // 6 points a side are enough for the permutation test at 1%.
   ASSERT_EQ(h.changes.size(), 1u);
   EXPECT_EQ(h.changes[0].index, 6u);
   EXPECT_EQ(h.changes[0].kind, ChangeKind::kRegression);
@@ -240,7 +240,7 @@ TEST(Series, RunsOfOneKeyFormOneSeriesAndRepeatsOneCommitPoint) {
   ASSERT_GE(result.changes.size(), 1u);
   EXPECT_EQ(result.changes[0].point.commit, "c6");
   EXPECT_EQ(result.changes[0].previous.commit, "c5");
-  cs.since = "2026-12-01T10:20";  // after c6's runs (minute 12): nothing new
+  cs.since = "2026-12-01T10:25";  // after c6's runs (minute 12): nothing new
   EXPECT_FALSE(check_series(db, cs).regression());
   cs.since = "2026-12-01";
   EXPECT_TRUE(check_series(db, cs).regression());
