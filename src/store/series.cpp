@@ -111,6 +111,9 @@ NoiseEstimate repeat_noise(const std::vector<RunRecord>& runs, const std::string
     if (auto it = r.metrics.find(metric); it != r.metrics.end()) value[r.id] = it->second;
   double ss = 0;
   size_t dof = 0, n = 0;
+  std::vector<double> per_point;
+  for (const auto& p : points) per_point.push_back(static_cast<double>(p.run_ids.size()));
+  std::sort(per_point.begin(), per_point.end());
   for (const auto& p : points) {
     if (p.run_ids.size() < 2 || !(p.value != 0)) continue;
     for (auto id : p.run_ids) {
@@ -121,7 +124,8 @@ NoiseEstimate repeat_noise(const std::vector<RunRecord>& runs, const std::string
     n += p.run_ids.size();
   }
   if (dof == 0) return {};
-  return {std::sqrt(ss / static_cast<double>(dof)), "repeats", n};
+  const double cv = std::sqrt(ss / static_cast<double>(dof));
+  return {cv, "repeats", n, cv / std::sqrt(std::max(1.0, stats::median_sorted(per_point)))};
 }
 
 double level_noise(std::span<const double> values,
@@ -329,8 +333,11 @@ SeriesHistory history_of(const SeriesSummary& s, const std::vector<RunRecord>& r
   for (const auto& p : h.points) values.push_back(p.value);
   auto cps = stats::e_divisive(values, settings.method);
   h.noise = repeat_noise(runs, metric, h.points);
-  if (h.noise.basis.empty()) h.noise = {level_noise(values, cps), "series", 0};
-  h.changes = gate_changes(values, cps, h.higher_better, h.noise.cv, settings);
+  if (h.noise.basis.empty()) {
+    const double cv = level_noise(values, cps);
+    h.noise = {cv, "series", 0, cv};
+  }
+  h.changes = gate_changes(values, cps, h.higher_better, h.noise.point_cv, settings);
   return h;
 }
 

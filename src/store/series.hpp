@@ -65,9 +65,12 @@ struct SeriesPoint {
 };
 
 struct NoiseEstimate {
-  double cv = 0;           // run-to-run coefficient of variation
+  double cv = 0;           // run-to-run coefficient of variation (of one run)
   std::string basis;       // "repeats" (runs of one commit) or "series" (within its levels)
   size_t repeat_runs = 0;  // runs at commits with two runs or more
+  // The noise of one point, the mean of its runs: cv / √(median runs per point) for
+  // "repeats", cv itself for "series" (measured on points). What the gate compares with.
+  double point_cv = 0;
 };
 
 enum class ChangeKind { kRegression, kImprovement };
@@ -83,14 +86,14 @@ struct SeriesChange {
 
 struct ChangeSettings {
   stats::ChangePointSettings method;
-  // A change smaller than max(min_change, the run-to-run CV) is not confirmed.
+  // A change smaller than max(min_change, the noise of one point) is not confirmed.
   double min_change = 0.02;
 };
 
 // The confirmed changes of a series of point values: E-divisive's change
 // points (core/change_points.hpp) whose step between the adjacent levels is
-// at least max(min_change, noise_cv). `noise_cv` < 0: measured from the
-// series itself (series_noise).
+// at least max(min_change, noise_cv), the noise of one point. `noise_cv` < 0:
+// measured from the series itself (series_noise).
 std::vector<SeriesChange> find_changes(std::span<const double> values, bool higher_better,
                                        double noise_cv, const ChangeSettings& settings = {});
 // The relative spread of points around their level's median (levels split

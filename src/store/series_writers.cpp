@@ -44,7 +44,8 @@ json point_json(const SeriesPoint& p) {
 }
 
 json noise_json(const NoiseEstimate& n) {
-  return {{"cv", n.cv}, {"basis", n.basis}, {"repeat_runs", n.repeat_runs}};
+  return {{"cv", n.cv}, {"point_cv", n.point_cv}, {"basis", n.basis},
+          {"repeat_runs", n.repeat_runs}};
 }
 
 json change_json(const SeriesChange& c) {
@@ -83,11 +84,11 @@ std::string md_escape(std::string_view s) {
 
 std::string describe(const CheckedChange& c) {
   return fmt::format("{} {} {}: {} -> {} ({}) at commit {} ({}), after commit {}; p = {:.3f}, "
-                     "run-to-run noise {:.1f}% ({})",
+                     "noise {:.1f}% a point ({})",
                      c.series_label, c.metric, to_string(c.change.kind), num(c.change.before),
                      num(c.change.after), pct(c.change.relative), short_commit(c.point.commit),
                      c.point.date, short_commit(c.previous.commit), c.change.p_value,
-                     c.noise.cv * 100, c.noise.basis);
+                     c.noise.point_cv * 100, c.noise.basis);
 }
 
 }  // namespace
@@ -154,11 +155,11 @@ std::string series_text(const std::vector<SeriesSummary>& series) {
 }
 
 std::string history_text(const SeriesHistory& h) {
-  std::string out = fmt::format("series {}: {}\nmetric {} ({} is better); run-to-run noise {:.2f}% "
-                                "({})\n",
-                                h.series.id, h.series.label, h.metric,
-                                h.higher_better ? "higher" : "lower", h.noise.cv * 100,
-                                h.noise.basis.empty() ? "unknown" : h.noise.basis);
+  std::string out = fmt::format(
+      "series {}: {}\nmetric {} ({} is better); run-to-run noise {:.2f}% a run, {:.2f}% a point "
+      "({})\n",
+      h.series.id, h.series.label, h.metric, h.higher_better ? "higher" : "lower",
+      h.noise.cv * 100, h.noise.point_cv * 100, h.noise.basis.empty() ? "unknown" : h.noise.basis);
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < h.points.size(); ++i) {
     const auto& p = h.points[i];
@@ -288,15 +289,15 @@ std::string check_bmf(const CheckResult& r) {
 std::string check_csv(const CheckResult& r) {
   std::string out =
       "series,label,metric,kind,commit,date,previous_commit,before,after,relative_change,p_value,"
-      "noise_cv,noise_basis,run_ids\n";
+      "noise_cv,point_noise_cv,noise_basis,run_ids\n";
   for (const auto& c : r.changes) {
     std::string ids;
     for (auto id : c.point.run_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{:.4f},{:.6f},{},{}\n", c.series_id,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{:.4f},{:.6f},{:.6f},{},{}\n", c.series_id,
                        report::csv_escape(c.series_label), report::csv_escape(c.metric),
                        to_string(c.change.kind), c.point.commit, c.point.date, c.previous.commit,
                        num(c.change.before), num(c.change.after), c.change.relative,
-                       c.change.p_value, c.noise.cv, c.noise.basis, ids);
+                       c.change.p_value, c.noise.cv, c.noise.point_cv, c.noise.basis, ids);
   }
   return out;
 }
