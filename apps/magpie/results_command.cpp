@@ -15,6 +15,8 @@
 #include "store/report_diff_writers.hpp"
 #include "store/results_store.hpp"
 #include "store/run_record_json.hpp"
+#include "store/series.hpp"
+#include "store/series_writers.hpp"
 #include "store/workspace_import.hpp"
 
 namespace magpie::app {
@@ -24,6 +26,9 @@ using store::ResultsStore;
 using store::RunRecord;
 
 namespace {
+
+// `results check` found a regression (README "Exit codes"): not an error, a verdict.
+constexpr int kExitRegression = 9;
 
 bool all_digits(const std::string& s) {
   return !s.empty() &&
@@ -111,6 +116,9 @@ void ResultsCommand::register_with(CLI::App& app) {
       "  magpie results diff base/ new1/ new2/ --format csv -o diff.csv\n"
       "  magpie results diff gapA/ gapB/ --ops           # kernel tables side by side "
       "(gap/TraceLens)\n"
+      "  magpie results series                           # runs grouped into comparable series\n"
+      "  magpie results history 3f2a9c01de --metric ttft.median_ms\n"
+      "  magpie results check --since 7d --junit check.xml   # exit 9 on a regression\n"
       "See docs/RESULTS.md.");
   sub_->require_subcommand(1);
   sub_->add_option("--db", db_,
@@ -197,6 +205,64 @@ void ResultsCommand::register_with(CLI::App& app) {
                                  "skipped.\nExample: magpie results import ./results");
   import_->add_option("dir", import_dir_, "Directory holding workspaces (an -o/--output-dir)")
       ->required();
+
+  series_ = sub_->add_subcommand(
+      "series",
+      "Succeeded runs grouped by what makes them comparable: kind, config hash, GPU model, "
+      "engine and\n"
+      "version, model and revision, image, workload, host class ($MAGPIE_HOST_CLASS when "
+      "recorded, else\n"
+      "the host). Each series has a short stable id.\nExample: magpie results series --json");
+  series_->add_flag("--json", json_, "JSON array instead of a table");
+
+  history_ = sub_->add_subcommand(
+      "history",
+      "One metric along a series: a point per commit (repeats averaged, with a 95% CI), the "
+      "run-to-run\n"
+      "noise, and the confirmed change points.\nExample: magpie results history 3f2a --metric "
+      "output_throughput");
+  history_->add_option("series", series_id_, "Series id, or a unique prefix of it")->required();
+  history_->add_option("--metric", metrics_,
+                       "Metric (default: request_throughput for benchmarks, the first kernel "
+                       "median, total_duration_us)")
+      ->expected(1);
+  history_->add_flag("--json", json_, "JSON instead of a table");
+  history_
+      ->add_option("--min-change", min_change_,
+                   "Smallest relative step confirmed (also never below the run-to-run noise)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+
+  check_ = sub_->add_subcommand(
+      "check",
+      "Change points along every series (E-divisive means, permutation test at 1%), confirmed "
+      "only when\n"
+      "the step exceeds the run-to-run noise; lists regressions and improvements and exits 9 on a "
+      "regression.\n"
+      "Examples:\n"
+      "  magpie results check --since 7d\n"
+      "  magpie results check --series 3f2a --metric request_throughput --junit check.xml "
+      "--github-summary summary.md");
+  check_->add_option("--since", since_,
+                     "Only changes at points from DATE on (2026-12-01, 2026-12-01T08:00:00Z, or "
+                     "7d for 7 days ago)");
+  check_->add_option("--series", series_ids_, "Series ids or prefixes (default: all)")
+      ->delimiter(',');
+  check_->add_option("--metric", metrics_,
+                     "Metrics to check (default per kind: throughputs and median TTFT/TPOT, "
+                     "kernel medians, GPU time)")
+      ->delimiter(',');
+  check_
+      ->add_option("--min-change", min_change_,
+                   "Smallest relative step confirmed (also never below the run-to-run noise)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  check_->add_flag("--json", json_, "JSON instead of a table");
+  check_->add_option("--junit", junit_, "Also write FILE: JUnit XML, a regression is a failed test");
+  check_->add_option("--github-summary", github_summary_,
+                     "Also write FILE: Markdown for a GitHub Actions job summary");
+  check_->add_option("--bmf", bmf_, "Also write FILE: Bencher Metric Format JSON (latest points)");
+  check_->add_option("--csv", csv_, "Also write FILE: CSV, one row per change");
 }
 
 int ResultsCommand::run(bool /*verbose*/) {
@@ -204,6 +270,9 @@ int ResultsCommand::run(bool /*verbose*/) {
   if (show_->parsed()) return run_show();
   if (diff_->parsed()) return run_diff();
   if (import_->parsed()) return run_import();
+  if (series_->parsed()) return run_series();
+  if (history_->parsed()) return run_history();
+  if (check_->parsed()) return run_check();
   return 0;
 }
 
@@ -419,6 +488,48 @@ int ResultsCommand::run_import() {
   std::cout << fmt::format("imported {} workspace{} from {} into {}\n", added,
                            added == 1 ? "" : "s", import_dir_, db.path().string());
   return 0;
+}
+
+int ResultsCommand::run_series() {
+  auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
+  auto series = store::list_series(db);
+  if (json_) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& s : series) arr.push_back(store::to_json(s));
+    std::cout << arr.dump(2) << "\n";
+  } else {
+    std::cout << store::series_text(series);
+  }
+  return 0;
+}
+
+int ResultsCommand::run_history() {
+  auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
+  store::ChangeSettings settings;
+  settings.min_change = min_change_;
+  auto h = store::series_history(db, series_id_, metrics_.empty() ? "" : metrics_.front(), settings);
+  std::cout << (json_ ? store::to_json(h).dump(2) + "\n" : store::history_text(h));
+  return 0;
+}
+
+int ResultsCommand::run_check() {
+  auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
+  store::CheckSettings settings;
+  settings.since = since_;
+  settings.series = series_ids_;
+  settings.metrics = metrics_;
+  settings.change.min_change = min_change_;
+  auto result = store::check_series(db, settings);
+  std::cout << (json_ ? store::to_json(result).dump(2) + "\n" : store::check_text(result));
+  for (const auto& [file, text] : {std::pair{junit_, &store::check_junit},
+                                   {github_summary_, &store::check_github_summary},
+                                   {bmf_, &store::check_bmf},
+                                   {csv_, &store::check_csv}}) {
+    if (file.empty()) continue;
+    write_file_atomic(file, text(result));
+    std::cerr << fmt::format("wrote {}\n", file);
+  }
+  return result.regression() ? kExitRegression : 0;
 }
 
 }  // namespace magpie::app

@@ -19,12 +19,18 @@ class ResultsCommand {
   int run_show();
   int run_diff();
   int run_import();
+  int run_series();
+  int run_history();
+  int run_check();
 
   CLI::App* sub_ = nullptr;
   CLI::App* list_ = nullptr;
   CLI::App* show_ = nullptr;
   CLI::App* diff_ = nullptr;
   CLI::App* import_ = nullptr;
+  CLI::App* series_ = nullptr;
+  CLI::App* history_ = nullptr;
+  CLI::App* check_ = nullptr;
   std::string db_;
   // list
   std::string kind_, status_;
@@ -47,6 +53,13 @@ class ResultsCommand {
   bool aa_ = false;
   // import
   std::string import_dir_;
+  // series, history, check
+  std::string series_id_;
+  std::vector<std::string> metrics_;
+  std::vector<std::string> series_ids_;
+  std::string since_;
+  double min_change_ = 0.02;
+  std::string junit_, github_summary_, bmf_, csv_;
 };
 
 }  // namespace magpie::app

@@ -44,6 +44,7 @@ void RunRecorder::gpu(const std::string& name) {
 }
 
 void RunRecorder::finish() {
+  if (store_) store_->set_metadata(metadata_);
   if (error_) {
     finish_with_error(*error_);
   } else if (store_) {
@@ -54,6 +55,7 @@ void RunRecorder::finish() {
 
 void RunRecorder::finish_with_error(const std::string& error) {
   if (store_) {
+    store_->set_metadata(metadata_);
     store_->finish(cancelled_ ? store::RunStatus::kCancelled : store::RunStatus::kFailed, metrics_, error);
   }
 }

@@ -47,6 +47,10 @@ class RunRecorder {
 
   int64_t id() const;
   void metric(const std::string& name, double value) { metrics_[name] = value; }
+  // A fact about the run (engine, model, workload); empty values are not recorded.
+  void metadata(const std::string& key, const std::string& value) {
+    if (!value.empty()) metadata_[key] = value;
+  }
   void workspace(const std::filesystem::path& path);
   void gpu(const std::string& name);
   // The outcome stands, but the run did not succeed.
@@ -64,6 +68,7 @@ class RunRecorder {
   bool cancelled_ = false;
   std::optional<std::string> error_;
   std::map<std::string, double> metrics_;
+  std::map<std::string, std::string> metadata_;
 };
 
 }  // namespace magpie::jobs

