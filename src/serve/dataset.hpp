@@ -11,9 +11,16 @@
 
 namespace magpie::serve {
 
+// One message of a conversation, as the chat API takes it.
+struct ChatMessage {
+  std::string role;  // system | user | assistant
+  std::string content;
+};
+
 struct Prompt {
   std::vector<int32_t> token_ids;  // used when non-empty
   std::string text;
+  std::vector<ChatMessage> messages;  // a session turn's history: the chat API sends these
   int64_t prompt_len = 0;  // tokens; an estimate for text prompts until usage arrives
   int64_t output_len = 0;  // max_tokens
 };
