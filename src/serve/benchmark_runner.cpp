@@ -620,6 +620,14 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     c.gap.kernel_source_repos = std::move(repos.paths);
     report.warnings.insert(report.warnings.end(), repos.notes.begin(), repos.notes.end());
   }
+  // A dataset file that cannot be read (a malformed trace line, a ShareGPT file
+  // without a user turn) ends the run here, naming the file and line, before
+  // anything starts (exit 3 or 5).
+  if (workload_kind(c.client.dataset).needs_path) {
+    const auto first = c.cases().front();
+    for (auto& note : make_workload(c.client, first, static_cast<size_t>(first.num_prompts)).notes)
+      report.warnings.push_back(std::move(note));
+  }
   if (!c.endpoint.empty()) require_listening(Endpoint::parse(c.endpoint));
   // The model's vocabulary bounds random token ids: known now from a local
   // folder or the HF cache, else from the server's model card once it is ready.
@@ -630,14 +638,6 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     if (vocab) report.config.token_ids = fit_token_ids(c.client, vocab->size, vocab->config_path.string());
   }
 
-  // A dataset file that cannot be read (a malformed trace line, a ShareGPT file
-  // without a user turn) ends the run here, naming the file and line, before
-  // anything starts (exit 3 or 5).
-  if (workload_kind(c.client.dataset).needs_path) {
-    const auto first = c.cases().front();
-    for (auto& note : make_workload(c.client, first, static_cast<size_t>(first.num_prompts)).notes)
-      report.warnings.push_back(std::move(note));
-  }
   outcome.workspace = make_workspace(c);
   const auto& ws = outcome.workspace;
   if (ctx.on_workspace) ctx.on_workspace(ws);

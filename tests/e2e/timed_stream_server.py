@@ -21,7 +21,7 @@ left out (the stub has no tokenizer) and clients keep their own count. One
 event per HTTP chunk, one token per event, keep-alive.
 
 Prefix reuse (--prefill-ms-per-token X): the stub keeps a prefix cache of
-every prompt it has seen, with the reply it generated appended (as vLLM caches
+every prompt it has prefilled (from its first token on), with the reply it generated appended (as vLLM caches
 a sequence's blocks), and a request's first token comes T0 + X * (its tokens
 not already cached) after arrival, so a turn that resends a cached history is
 fast and a fresh prompt slow, by an amount the test knows. Tokens are a
@@ -181,7 +181,6 @@ class TimedStreamServer:
         if self.cache is not None:
             cached = self.cache.cached(tokens)
             prefill_s = self.prefill_s_per_token * (len(tokens) - cached)
-            self.cache.insert(tokens)
         word = (lambda k: f" r{self.requests}t{k}") if self.cache is not None else (lambda k: f" t{k}")
 
         def usage(completion: int):
@@ -209,6 +208,8 @@ class TimedStreamServer:
                                       "stop_reason": None}],
                          "usage": usage(k + 1) if continuous else None}
             writer.write(sse(event))
+            if k == 0 and self.cache is not None:  # prefilled: from now on its prompt is cached
+                self.cache.insert(tokens)
             await writer.drain()
             late_ms.append((time.monotonic() - deadline) * 1e3)
             self.tokens += 1
