@@ -14,11 +14,6 @@ namespace magpie::serve {
 
 namespace {
 
-int64_t estimate_tokens(const std::string& text) {
-  // ~4 characters per token for English BPE vocabularies; only a default.
-  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
-}
-
 void shuffle_and_cut(std::vector<Prompt>& prompts, const FileDatasetOptions& options) {
   if (options.seed != 0) {
     std::mt19937_64 rng(options.seed);
@@ -31,6 +26,11 @@ void shuffle_and_cut(std::vector<Prompt>& prompts, const FileDatasetOptions& opt
 }
 
 }  // namespace
+
+int64_t estimate_text_tokens(const std::string& text) {
+  // ~4 characters per token for English BPE vocabularies; only a default.
+  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
+}
 
 std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
   if (o.input_len < 1 || o.output_len < 1)
@@ -86,8 +86,8 @@ std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
       continue;
     Prompt p;
     p.text = q["value"].get<std::string>();
-    p.prompt_len = estimate_tokens(p.text);
-    p.output_len = estimate_tokens(a["value"].get_ref<const std::string&>());
+    p.prompt_len = estimate_text_tokens(p.text);
+    p.output_len = estimate_text_tokens(a["value"].get_ref<const std::string&>());
     // vLLM drops very short and very long pairs; so do we (by estimate).
     if (p.prompt_len < 4 || p.output_len < 4 || p.prompt_len > 1024 ||
         p.prompt_len + p.output_len > 2048)
@@ -121,7 +121,7 @@ std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
       p.prompt_len = static_cast<int64_t>(p.token_ids.size());
     } else if (auto t = j.find("prompt"); t != j.end() && t->is_string()) {
       p.text = t->get<std::string>();
-      p.prompt_len = estimate_tokens(p.text);
+      p.prompt_len = estimate_text_tokens(p.text);
     } else {
       throw Error(ErrorKind::kBadFormat, "JSONL line needs \"prompt\" or \"prompt_token_ids\"",
                   where);

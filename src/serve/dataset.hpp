@@ -25,6 +25,9 @@ struct Prompt {
   int64_t output_len = 0;  // max_tokens
 };
 
+// A text's length in tokens without a tokenizer: ~4 characters a token (English BPE), at least 1.
+int64_t estimate_text_tokens(const std::string& text);
+
 struct RandomDatasetOptions {
   size_t num_prompts = 0;
   int64_t input_len = 1024, output_len = 512;

@@ -41,10 +41,6 @@ std::string random_words(int64_t n, std::mt19937_64& rng) {
   return out;
 }
 
-int64_t estimate_tokens(const std::string& text) {
-  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
-}
-
 }  // namespace
 
 double ThinkTime::draw(std::mt19937_64& rng) const {
@@ -112,7 +108,7 @@ Prompt session_turn_prompt(const std::vector<ChatMessage>& history, int64_t outp
     if (m.role != "assistant" && !p.text.empty()) p.text.push_back('\n');
     p.text += m.content;
   }
-  p.prompt_len = estimate_tokens(p.text);
+  p.prompt_len = estimate_text_tokens(p.text);
   return p;
 }
 
@@ -171,13 +167,13 @@ ShareGptSessions sharegpt_sessions(const std::filesystem::path& path, const Shar
       if (o.max_turns > 0 && static_cast<int64_t>(s.turns.size()) >= o.max_turns) break;
       SessionTurn turn;
       turn.text = value;
-      turn.new_tokens = estimate_tokens(value);
+      turn.new_tokens = estimate_text_tokens(value);
       // The recorded reply, when there is one, gives the turn's length.
       turn.output_len = 128;
       if (i + 1 < c->size() && (*c)[i + 1].is_object() && (*c)[i + 1].contains("value") &&
           (*c)[i + 1]["value"].is_string() && (*c)[i + 1].value("from", "") != "human" &&
           (*c)[i + 1].value("from", "") != "user")
-        turn.output_len = estimate_tokens((*c)[i + 1]["value"].get_ref<const std::string&>());
+        turn.output_len = estimate_text_tokens((*c)[i + 1]["value"].get_ref<const std::string&>());
       if (o.output_len) turn.output_len = *o.output_len;
       turn.think_s = s.turns.empty() ? 0.0 : o.think_time.draw(think_rng);
       s.turns.push_back(std::move(turn));
