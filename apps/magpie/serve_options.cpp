@@ -70,7 +70,7 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--token-id-max", token_id_max_,
       "Random prompt ids below this (keep under the vocab size)", ours);
   add(sub, "--dataset", dataset_,
-      "random|sharegpt|jsonl|synthetic_sessions|sharegpt_sessions|mooncake (docs/BENCHMARK_KEYS.md)", ours);
+      "random|sharegpt|jsonl|synthetic_sessions|sharegpt_sessions|mooncake|timed_jsonl (docs/BENCHMARK_KEYS.md)", ours);
   add(sub, "--dataset-path", dataset_path_, "ShareGPT JSON, JSONL prompts or a Mooncake JSONL trace", ours);
   add(sub, "--turns", turns_, "Sessions: turns per synthetic session (default 4); ShareGPT: at most N", ours);
   add(sub, "--system-prompt-len", system_prompt_len_,

@@ -49,7 +49,14 @@ struct FileDatasetOptions {
 std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
                                      const FileDatasetOptions& options);
 // JSONL: one object a line with "prompt" (text) or "prompt_token_ids", and optional
-// "output_len" / "max_tokens".
+// "output_len" / "max_tokens" (default 256) and "timestamp" (ms, for a replay).
+// A bad line is Error(kBadFormat) naming FILE:LINE.
+struct JsonlRecord {
+  Prompt prompt;
+  std::optional<double> timestamp_ms;
+  size_t line = 0;
+};
+std::vector<JsonlRecord> read_jsonl_records(const std::filesystem::path& path);
 std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
                                   const FileDatasetOptions& options);
 

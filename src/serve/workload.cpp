@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -103,6 +104,28 @@ Workload mooncake_workload(const ClientOptions& o, const WorkloadCase& w, size_t
   return out;
 }
 
+// Recorded traffic in the JSONL dataset's format: every line also has its
+// "timestamp" (ms), and is sent at (timestamp - first) / speed-up.
+Workload timed_jsonl_workload(const ClientOptions& o, const WorkloadCase& w, size_t count) {
+  auto records = read_jsonl_records(o.dataset_path);
+  for (const auto& r : records)
+    if (!r.timestamp_ms)
+      throw Error(ErrorKind::kBadFormat, "a timed JSONL line needs \"timestamp\" (milliseconds)",
+                  fmt::format("{}:{}", o.dataset_path, r.line), std::nullopt,
+                  "give every line a timestamp, or use --dataset jsonl to send them without a schedule");
+  std::stable_sort(records.begin(), records.end(),
+                   [](const JsonlRecord& a, const JsonlRecord& b) { return *a.timestamp_ms < *b.timestamp_ms; });
+  if (w.num_prompts_given && records.size() > count) records.resize(count);
+  Workload out;
+  const double t0 = *records.front().timestamp_ms;
+  for (auto& r : records) {
+    if (w.output_len_given) r.prompt.output_len = w.output_len;
+    out.schedule_s.push_back((*r.timestamp_ms - t0) / 1000.0 / o.trace_speedup);
+    out.prompts.push_back(std::move(r.prompt));
+  }
+  return out;
+}
+
 }  // namespace
 
 size_t Workload::planned_requests() const {
@@ -127,6 +150,8 @@ const std::vector<WorkloadKind>& workload_kinds() {
                  false, true, false, false, false, sharegpt_sessions_workload});
     k.push_back({"mooncake", "recorded traffic: Mooncake JSONL replayed on its timestamps", true, true, false,
                  true, false, false, mooncake_workload});
+    k.push_back({"timed_jsonl", "recorded traffic: JSONL prompts each with a \"timestamp\" (ms), replayed on it",
+                 true, false, false, true, false, false, timed_jsonl_workload});
     return k;
   }();
   return kinds;

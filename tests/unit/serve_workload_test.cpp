@@ -86,6 +86,32 @@ TEST(MooncakeTrace, BadLinesNameTheFileAndLine) {
   EXPECT_EQ(error_of([&] { read_mooncake_trace("/nonexistent/trace.jsonl"); }).kind(), ErrorKind::kNotFound);
 }
 
+TEST(TimedJsonl, TimestampsBecomeTheScheduleAndAMissingOneIsNamed) {
+  auto p = write_temp("timed.jsonl", R"({"timestamp": 300, "prompt": "b c", "max_tokens": 3}
+{"timestamp": 100, "prompt_token_ids": [5, 6, 7], "output_len": 9}
+)");
+  ClientOptions o;
+  o.dataset = "timed_jsonl";
+  o.dataset_path = p.string();
+  o.trace_speedup = 4;
+  WorkloadCase w;
+  auto wl = make_workload(o, w, 320);  // no NUM_PROMPTS given: the whole file
+  ASSERT_EQ(wl.schedule_s, (std::vector<double>{0.0, 0.05}));
+  EXPECT_EQ(wl.prompts[0].token_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(wl.prompts[0].output_len, 9);
+  EXPECT_EQ(wl.prompts[1].text, "b c");
+  auto missing = write_temp("untimed.jsonl", "{\"timestamp\": 1, \"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n");
+  o.dataset_path = missing.string();
+  auto e = error_of([&] { make_workload(o, w, 1); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("untimed.jsonl:2"), std::string::npos) << e.what();
+  // A JSONL value of the wrong type is named at its line (it used to escape as a JSON library error).
+  auto bad = write_temp("badlen.jsonl", "{\"prompt\": \"a\", \"max_tokens\": \"many\"}\n");
+  e = error_of([&] { jsonl_dataset(bad, {}); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("badlen.jsonl:1"), std::string::npos) << e.what();
+}
+
 TEST(ThinkTime, FormsAndRefusals) {
   std::mt19937_64 rng(1);
   EXPECT_EQ(parse_think_time("0.5", "--think-time").draw(rng), 0.5);
