@@ -36,7 +36,7 @@ def stub(tmp_path):
     """The stub with a prefix cache: 2 ms a token not cached, first token after 5 ms, 1 ms between tokens."""
     log = tmp_path / "stub.jsonl"
     proc = subprocess.Popen([sys.executable, str(STUB), "--words-are-tokens", "--ttft-ms", "5", "--itl-ms", "1",
-                             "--prefill-ms-per-token", "2", "--log", str(log)], stdout=subprocess.PIPE, text=True)
+                             "--prefill-ms-per-token", "2", "--chat", "--log", str(log)], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert line.startswith("port "), line
     yield f"http://127.0.0.1:{line.split()[1]}", log

@@ -30,7 +30,8 @@ are flattened as a chat template would, "<role>" then the content's words, and
 end with "<assistant>". In this mode each reply is unique to its request
 (" r<N>t<k>"), so a test can find it in the next turn's history, and --log also
 records what came in: the prompt's tokens, the cached count, the headers.
-POST /v1/chat/completions is served too (delta.content chunks).
+With --chat, POST /v1/chat/completions is served too (delta.content chunks);
+without it, it is a 404, as on a server without a chat template.
 
 Timers: asyncio sleeps round up to the millisecond (epoll's timeout), so a
 token leaves 0-1 ms after its deadline on an idle machine; on a loaded one,
@@ -39,7 +40,7 @@ token was written (--log, JSON lines), so a test can show where lateness came
 from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
-        [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X]
+        [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat]
 prints "port N" on stdout once it listens. GET /health, /v1/models and
 /metrics answer as vLLM's do (enough for `vllm bench serve` and
 `magpie benchmark --endpoint`). Standard library only."""
@@ -93,13 +94,14 @@ def chat_tokens(messages) -> list:
 
 class TimedStreamServer:
     def __init__(self, ttft_s: float, itl_s: float, model: str, words_are_tokens: bool,
-                 log_path: str | None, prefill_s_per_token: float | None = None):
+                 log_path: str | None, prefill_s_per_token: float | None = None, chat: bool = False):
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.words_are_tokens = words_are_tokens
         self.log = open(log_path, "a") if log_path else None
         self.requests = 0
         self.tokens = 0
         self.prefill_s_per_token = prefill_s_per_token
+        self.chat = chat
         self.cache = PrefixCache() if prefill_s_per_token is not None else None
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
@@ -119,7 +121,7 @@ class TimedStreamServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 arrival = time.monotonic()  # the schedule's origin: the request is fully read
                 path = target.split("?")[0]
-                if method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
+                if method == "POST" and (path == "/v1/completions" or (self.chat and path == "/v1/chat/completions")):
                     await self.stream_completion(writer, body, arrival, path.endswith("/chat/completions"),
                                                  headers)
                 else:
@@ -241,9 +243,10 @@ async def main(argv=None):
     ap.add_argument("--words-are-tokens", action="store_true")
     ap.add_argument("--log")
     ap.add_argument("--prefill-ms-per-token", type=float, default=None)
+    ap.add_argument("--chat", action="store_true")
     a = ap.parse_args(argv)
     stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
-                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3)
+                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat)
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
