@@ -193,9 +193,7 @@ class Run {
       if (!st.think) st.think = std::make_unique<boost::asio::steady_timer>(io_);
       auto ready = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs(turns[st.next_turn].think_s));
       st.think->expires_at(ready);
-      ++thinking_;
       st.think->async_wait([this, s = t.session, ready](boost::system::error_code ec) {
-        --thinking_;
         if (ec || stopping_) return maybe_stop_io();
         send_turn(s, ready);
       });
@@ -381,7 +379,7 @@ class Run {
   std::deque<Pending> waiting_;
   std::vector<SessionState> sessions_;
   std::deque<std::pair<size_t, Clock::time_point>> waiting_sessions_;
-  size_t active_sessions_ = 0, sessions_done_ = 0, turns_sent_ = 0, turn_index_ = 0, thinking_ = 0,
+  size_t active_sessions_ = 0, sessions_done_ = 0, turns_sent_ = 0, turn_index_ = 0,
          skipped_turns_ = 0;
   Phase phase_ = Phase::kWarmup;
   bool infinite_rate_ = true;
