@@ -69,8 +69,20 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt", ours);
   add(sub, "--token-id-max", token_id_max_,
       "Random prompt ids below this (keep under the vocab size)", ours);
-  add(sub, "--dataset", dataset_, "random|sharegpt|jsonl", ours);
-  add(sub, "--dataset-path", dataset_path_, "ShareGPT JSON or JSONL prompts", ours);
+  add(sub, "--dataset", dataset_,
+      "random|sharegpt|jsonl|synthetic_sessions|sharegpt_sessions|mooncake|timed_jsonl (docs/BENCHMARK_KEYS.md)", ours);
+  add(sub, "--dataset-path", dataset_path_, "ShareGPT JSON, JSONL prompts or a Mooncake JSONL trace", ours);
+  add(sub, "--turns", turns_, "Sessions: turns per synthetic session (default 4); ShareGPT: at most N", ours);
+  add(sub, "--system-prompt-len", system_prompt_len_,
+      "Sessions: words of one system prompt shared by every synthetic session", ours);
+  add(sub, "--think-time", think_time_,
+      "Sessions: seconds between a reply and the next turn: 0.5, exp:0.5 or uniform:0.2,0.8", ours);
+  add(sub, "--session-concurrency", session_concurrency_,
+      "Sessions under way at once (default CONC; --concurrency still caps requests)", ours);
+  add(sub, "--num-sessions", num_sessions_, "Sessions per case (default NUM_PROMPTS)", ours);
+  add(sub, "--session-header", session_header_,
+      "Sticky sessions: send this header with the session id on every request", ours);
+  add(sub, "--trace-speedup", trace_speedup_, "Recorded traffic: replay N times faster (default 1)", ours);
   add(sub, "--api", api_, "completions|chat", ours)->check(CLI::IsMember({"completions", "chat"}));
   add(sub, "--served-model-name", served_model_name_,
       "`model` field of requests (default: /v1/models)", ours);
@@ -149,6 +161,13 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   i(prefix_len_, f.prefix_len);
   i(token_id_max_, f.token_id_max);
   i(profile_num_prompts_, f.profile_num_prompts);
+  i(turns_, f.turns);
+  i(system_prompt_len_, f.system_prompt_len);
+  i(session_concurrency_, f.session_concurrency);
+  i(num_sessions_, f.num_sessions);
+  s(think_time_, f.think_time);
+  s(session_header_, f.session_header);
+  d(trace_speedup_, f.trace_speedup);
   if (given(&seed_)) f.seed = seed_;
   if (given(&torch_profiler_)) f.torch_profiler = torch_profiler_;
   if (given(&system_profiler_)) f.system_profiler = system_profiler_;

@@ -15,6 +15,8 @@
 #include "serve/benchmark_keys.hpp"
 #include "serve/engine_command.hpp"
 #include "serve/engine_precision.hpp"
+#include "serve/sessions.hpp"
+#include "serve/workload.hpp"
 
 namespace magpie::serve {
 
@@ -321,7 +323,9 @@ std::vector<WorkloadCase> BenchmarkConfig::cases() const {
   base.range_ratio = env_number("RANDOM_RANGE_RATIO", env("RANDOM_RANGE_RATIO", "0.5"));
   base.input_len_given = !env("ISL").empty();
   base.output_len_given = !env("OSL").empty();
+  base.range_ratio_given = !env("RANDOM_RANGE_RATIO").empty();
   bool explicit_prompts = !env("NUM_PROMPTS").empty();
+  base.num_prompts_given = explicit_prompts;
   auto num_prompts_for = [&](const WorkloadCase& c) {
     return explicit_prompts ? static_cast<int64_t>(env_number("NUM_PROMPTS", env("NUM_PROMPTS")))
                             : c.concurrency * 10;
@@ -347,9 +351,9 @@ std::vector<WorkloadCase> BenchmarkConfig::cases() const {
         else if (k == "OSL")
           c.output_len = static_cast<int64_t>(number()), c.output_len_given = true;
         else if (k == "NUM_PROMPTS")
-          c.num_prompts = static_cast<int64_t>(number()), case_prompts = true;
+          c.num_prompts = static_cast<int64_t>(number()), case_prompts = true, c.num_prompts_given = true;
         else if (k == "RANDOM_RANGE_RATIO")
-          c.range_ratio = number();
+          c.range_ratio = number(), c.range_ratio_given = true;
       }
       if (!case_prompts) c.num_prompts = num_prompts_for(c);
       add_rates(c);
@@ -530,6 +534,22 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     if (Values::has(cl, "slo_ttft_ms")) o.slo.ttft_ms = v.number(cl, p, "slo_ttft_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_tpot_ms")) o.slo.tpot_ms = v.number(cl, p, "slo_tpot_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_e2el_ms")) o.slo.e2el_ms = v.number(cl, p, "slo_e2el_ms", 0, NumberKind::kPositive);
+    auto& se = o.sessions;
+    se.turns = v.integer(cl, p, "turns", se.turns, NumberKind::kPositiveInt);
+    se.system_prompt_len = v.integer(cl, p, "system_prompt_len", se.system_prompt_len, NumberKind::kNonNegativeInt);
+    if (Values::has(cl, "think_time")) {
+      se.think_time = v.text(cl, p, "think_time", se.think_time);
+      try {
+        (void)parse_think_time(se.think_time, Values::join(p, "think_time"));
+      } catch (const Error&) {
+        v.fail(cl["think_time"], Values::join(p, "think_time"),
+               "seconds: 0.5 (constant), exp:0.5 (exponential mean) or uniform:0.2,0.8");
+      }
+    }
+    se.header = v.text(cl, p, "session_header", se.header);
+    se.concurrency = v.integer(cl, p, "session_concurrency", se.concurrency, NumberKind::kPositiveInt);
+    se.num_sessions = v.integer(cl, p, "num_sessions", se.num_sessions, NumberKind::kPositiveInt);
+    o.trace_speedup = v.number(cl, p, "trace_speedup", o.trace_speedup, NumberKind::kPositive);
   }
   // The public tool's env names for two client knobs (checked as numbers above); client: wins.
   const YAML::Node client_section = v.section(b, top, "client");
@@ -669,6 +689,30 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;
+  auto positive = [](const std::optional<int64_t>& v, const char* flag, bool zero_ok) {
+    if (v && (*v < 0 || (*v == 0 && !zero_ok)))
+      throw config_value_error({flag}, flag, zero_ok ? "a non-negative integer" : "a positive integer",
+                               std::to_string(*v));
+  };
+  positive(f.turns, "--turns", false);
+  positive(f.system_prompt_len, "--system-prompt-len", true);
+  positive(f.session_concurrency, "--session-concurrency", false);
+  positive(f.num_sessions, "--num-sessions", false);
+  if (f.turns) o.sessions.turns = *f.turns;
+  if (f.system_prompt_len) o.sessions.system_prompt_len = *f.system_prompt_len;
+  if (f.session_concurrency) o.sessions.concurrency = *f.session_concurrency;
+  if (f.num_sessions) o.sessions.num_sessions = *f.num_sessions;
+  if (f.think_time) {
+    (void)parse_think_time(*f.think_time, "--think-time");
+    o.sessions.think_time = *f.think_time;
+  }
+  if (f.session_header) o.sessions.header = *f.session_header;
+  if (f.trace_speedup) {
+    if (!(*f.trace_speedup > 0) || std::isinf(*f.trace_speedup))
+      throw config_value_error({"--trace-speedup"}, "--trace-speedup", "a number above 0",
+                               fmt::format("{}", *f.trace_speedup));
+    o.trace_speedup = *f.trace_speedup;
+  }
   apply_client_only_names(c, f.endpoint.has_value(), f.api.has_value());
 }
 
@@ -694,12 +738,7 @@ void validate(const BenchmarkConfig& c) {
   if (c.framework != "vllm" && c.framework != "sglang" && c.framework != "atom")
     throw Error(ErrorKind::kUsage,
                 fmt::format("framework '{}': use vllm, sglang or atom", c.framework));
-  if (c.client.dataset != "random" && c.client.dataset != "sharegpt" && c.client.dataset != "jsonl")
-    throw Error(ErrorKind::kUsage,
-                fmt::format("dataset '{}': use random, sharegpt or jsonl", c.client.dataset));
-  if (c.client.dataset != "random" && c.client.dataset_path.empty())
-    throw Error(ErrorKind::kUsage,
-                fmt::format("dataset {} needs --dataset-path", c.client.dataset));
+  (void)check_workload_knobs(c.client, c.cases());  // a knob the workload cannot honour is refused
   if (!known_precision(c.precision))
     throw Error(ErrorKind::kUsage,
                 fmt::format("precision '{}': use fp8, fp16, bf16, fp4, mxfp4, mxfp8 or w4a16", c.precision));

@@ -16,9 +16,19 @@
 
 namespace magpie::serve {
 
+// Multi-turn session workloads (dataset synthetic_sessions / sharegpt_sessions).
+struct SessionSettings {
+  int64_t turns = 0;              // 0: 4 synthetic turns, or every turn of a ShareGPT conversation
+  int64_t system_prompt_len = 0;  // words of one system prompt shared by all synthetic sessions
+  std::string think_time = "0";   // between a reply and the next turn (serve/sessions.hpp)
+  std::string header;             // sticky-session header name; its value is the session id
+  int64_t concurrency = 0;        // sessions in flight; 0 = the case's CONC
+  int64_t num_sessions = 0;       // 0 = the case's NUM_PROMPTS
+};
+
 struct ClientOptions {
   ApiKind api = ApiKind::kCompletions;
-  std::string dataset = "random";  // random | sharegpt | jsonl
+  std::string dataset = "random";  // a name in serve/workload.hpp's registry
   std::string dataset_path;
   std::vector<double> request_rates{std::numeric_limits<double>::infinity()};  // >1 = sweep
   double burstiness = 1.0;
@@ -35,6 +45,8 @@ struct ClientOptions {
   bool ignore_eos = true;
   std::string served_model_name;    // the `model` field; default: what /v1/models reports
   int64_t profile_num_prompts = 0;  // profiled window size; 0 = the whole case
+  SessionSettings sessions;
+  double trace_speedup = 1.0;  // recorded traffic: timestamps divided by this
 };
 
 struct GapSettings {
@@ -69,6 +81,8 @@ struct WorkloadCase {
   int64_t input_len = 1024, output_len = 512;
   bool input_len_given = false, output_len_given = false;  // OSL/ISL set, not defaults
   int64_t num_prompts = 320;
+  bool num_prompts_given = false;
+  bool range_ratio_given = false;
   double range_ratio = 0.5;
   double request_rate = std::numeric_limits<double>::infinity();
   std::string label() const;  // "CONC32_ISL1024_OSL512" (+ "_RATE2.5")
@@ -136,6 +150,10 @@ struct BenchmarkFlags {
   std::optional<double> timeout, burstiness, duration, slo_ttft_ms, slo_tpot_ms, slo_e2el_ms,
       request_timeout, ready_timeout;
   std::optional<int64_t> warmups, prefix_len, token_id_max, profile_num_prompts;
+  // Sessions and recorded traffic.
+  std::optional<int64_t> turns, system_prompt_len, session_concurrency, num_sessions;
+  std::optional<std::string> think_time, session_header;
+  std::optional<double> trace_speedup;
   std::optional<uint64_t> seed;
   std::vector<std::string> extra_engine_args;
   std::vector<std::string> envs;  // KEY=VALUE

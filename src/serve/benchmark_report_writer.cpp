@@ -60,6 +60,10 @@ json client_json(const CaseReport& c) {
             {"p99", percentile_or_zero(c.client.read_to_record, 99)}}},
           {"client_queue_time_ms",
            {{"mean", m.client_queue.mean_ms}, {"p99", percentile_or_zero(m.client_queue, 99)}}},
+          {"send_lateness_ms",
+           {{"mean", m.send_lateness.mean_ms},
+            {"p50", percentile_or_zero(m.send_lateness, 50)},
+            {"p99", percentile_or_zero(m.send_lateness, 99)}}},
           {"connections_opened", c.client.connections_opened}};
 }
 
@@ -67,7 +71,14 @@ json case_json(const CaseReport& c) {
   json latency = latency_json(c.metrics);
   if (c.metrics.itl_per_token.count)
     latency["itl_per_token"] = stats_block(c.metrics.itl_per_token);
-  return {{"label", c.label},
+  json turns = json::array();
+  for (const auto& t : c.metrics.by_turn)
+    turns.push_back({{"turn", t.turn},
+                     {"completed", t.completed},
+                     {"failed", t.failed},
+                     {"mean_input_tokens", t.mean_input_tokens},
+                     {"ttft", stats_block(t.ttft)}});
+  json j{{"label", c.label},
           {"concurrency", c.concurrency},
           {"input_len", c.input_len},
           {"output_len", c.output_len},
@@ -84,6 +95,8 @@ json case_json(const CaseReport& c) {
           {"client", client_json(c)},
           {"raw_result_path", c.raw_result_path.string()},
           {"requests_path", c.requests_path.string()}};
+  if (!turns.empty()) j["turns"] = std::move(turns);
+  return j;
 }
 
 json server_json(const ServerInfo& s) {
@@ -286,6 +299,14 @@ std::string summary_text(const BenchmarkReport& r) {
          {std::pair{&m.ttft, "TTFT"}, {&m.tpot, "TPOT"}, {&m.itl, "ITL"}, {&m.e2el, "E2EL"}})
       out += fmt::format("  {} (mean/p99): {:.2f} ms / {:.2f} ms\n", name, stats->mean_ms,
                          percentile_or_zero(*stats, 99));
+    out += fmt::format("  Send lateness vs schedule (p50/p99): {:.3f} ms / {:.3f} ms\n",
+                       percentile_or_zero(m.send_lateness, 50), percentile_or_zero(m.send_lateness, 99));
+    if (!m.by_turn.empty()) {
+      out += "\nTTFT by turn (sessions):\n";
+      for (const auto& t : m.by_turn)
+        out += fmt::format("  turn {}: {} requests, mean input {:.0f} tokens, TTFT mean/p99 {:.2f} / {:.2f} ms\n",
+                           t.turn, t.completed, t.mean_input_tokens, t.ttft.mean_ms, percentile_or_zero(t.ttft, 99));
+    }
   }
   if (r.cases.size() > 1) {
     out += "\nSweep:\n";

@@ -30,6 +30,7 @@
 #include "serve/request_log.hpp"
 #include "serve/source_repos.hpp"
 #include "serve/system_profiler.hpp"
+#include "serve/workload.hpp"
 
 namespace magpie::serve {
 
@@ -58,26 +59,7 @@ fs::path make_workspace(const BenchmarkConfig& c) {
 }  // namespace
 
 std::vector<Prompt> case_prompts(const ClientOptions& o, const WorkloadCase& w, size_t count) {
-  if (o.dataset == "random") {
-    RandomDatasetOptions r;
-    r.num_prompts = count;
-    r.input_len = w.input_len;
-    r.output_len = w.output_len;
-    r.range_ratio = w.range_ratio;
-    r.prefix_len = o.prefix_len;
-    r.token_id_min = o.token_id_min;
-    r.token_id_max = o.token_id_max;
-    r.seed = o.seed;
-    return random_dataset(r);
-  }
-  FileDatasetOptions f;
-  f.num_prompts = count;
-  f.seed = o.seed;
-  // A given output length (--output-len, OSL) is every request's max_tokens;
-  // without one, each record's own length (the ShareGPT reply's, JSONL's output_len).
-  if (w.output_len_given) f.output_len = w.output_len;
-  if (o.dataset == "sharegpt") return sharegpt_dataset(o.dataset_path, f);
-  return jsonl_dataset(o.dataset_path, f);
+  return make_workload(o, w, count).prompts;
 }
 
 namespace {
@@ -330,8 +312,21 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.request.model = model_field;
   lo.request.ignore_eos = c.client.ignore_eos;
   lo.request.continuous_usage = c.client.continuous_usage;
-  lo.prompts = case_prompts(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
+  Workload workload = make_workload(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
+  lo.prompts = std::move(workload.prompts);
   lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
+  if (!workload.schedule_s.empty()) {
+    lo.schedule_s = std::move(workload.schedule_s);
+    lo.num_prompts = lo.schedule_s.size();
+  }
+  if (!workload.sessions.empty()) {
+    lo.sessions = std::move(workload.sessions);
+    lo.num_prompts = 0;
+    for (const auto& s : lo.sessions) lo.num_prompts += s.turns.size();
+    lo.max_sessions = static_cast<size_t>(c.client.sessions.concurrency > 0 ? c.client.sessions.concurrency
+                                                                            : w.concurrency);
+    lo.session_header = c.client.sessions.header;
+  }
   lo.duration_s = c.client.duration_s;
   lo.arrivals.request_rate = w.request_rate;
   lo.arrivals.burstiness = c.client.burstiness;
@@ -390,6 +385,7 @@ class CaseRunner {
     if (profile_this && c_.client.profile_num_prompts > 0)
       n = static_cast<size_t>(c_.client.profile_num_prompts);
     LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag());
+    if (lo.num_prompts > 0) n = lo.num_prompts;  // a trace's length, or every turn of every session
     if (ctx_.on_progress) {
       lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned,
                                                          const std::string& line) {
@@ -624,11 +620,20 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     c.gap.kernel_source_repos = std::move(repos.paths);
     report.warnings.insert(report.warnings.end(), repos.notes.begin(), repos.notes.end());
   }
+  // A dataset file that cannot be read (a malformed trace line, a ShareGPT file
+  // without a user turn) ends the run here, naming the file and line, before
+  // anything starts (exit 3 or 5).
+  if (workload_kind(c.client.dataset).needs_path) {
+    const auto first = c.cases().front();
+    for (auto& note : make_workload(c.client, first, static_cast<size_t>(first.num_prompts)).notes)
+      report.warnings.push_back(std::move(note));
+  }
   if (!c.endpoint.empty()) require_listening(Endpoint::parse(c.endpoint));
   // The model's vocabulary bounds random token ids: known now from a local
   // folder or the HF cache, else from the server's model card once it is ready.
   std::optional<ModelVocab> vocab;
-  if (c.client.dataset == "random") {
+  const bool token_id_prompts = workload_kind(c.client.dataset).token_ids;
+  if (token_id_prompts) {
     vocab = model_vocab(c.model, c.hf_cache_path);
     if (vocab) report.config.token_ids = fit_token_ids(c.client, vocab->size, vocab->config_path.string());
   }
@@ -648,14 +653,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   report.config.precision = c.precision;
   report.config.envs = c.envs;
   report.config.num_cases = c.cases().size();
-  if (c.client.dataset != "random") {
-    const auto cases = c.cases();
-    if (std::any_of(cases.begin(), cases.end(), [](const WorkloadCase& w) { return w.input_len_given; }))
-      report.warnings.push_back(fmt::format(
-          "ISL (--input-len) is not applied: dataset {} sends each record's own prompt; OSL (--output-len) "
-          "is every request's max_tokens",
-          c.client.dataset));
-  }
+  for (auto& w : check_workload_knobs(c.client, c.cases())) report.warnings.push_back(std::move(w));
   report.config.timeout_seconds = c.timeout_seconds;
   if (system_profiler) {
     system_profiler->output_dir = ws / "system_profile";
@@ -707,7 +705,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
                                c.server_ready_timeout_s, server->plan().endpoint.url());
     std::string served = server->start(c.server_ready_timeout_s, stop.flag(), on_attempt);
     report.server->served_model = served;
-    if (c.client.dataset == "random" && !vocab) {
+    if (token_id_prompts && !vocab) {
       vocab = model_vocab_from_card(server->model_card(), c.hf_cache_path);
       report.config.token_ids =
           fit_token_ids(c.client, vocab ? std::optional(vocab->size) : std::nullopt,

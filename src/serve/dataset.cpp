@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -13,11 +15,6 @@
 namespace magpie::serve {
 
 namespace {
-
-int64_t estimate_tokens(const std::string& text) {
-  // ~4 characters per token for English BPE vocabularies; only a default.
-  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
-}
 
 void shuffle_and_cut(std::vector<Prompt>& prompts, const FileDatasetOptions& options) {
   if (options.seed != 0) {
@@ -31,6 +28,11 @@ void shuffle_and_cut(std::vector<Prompt>& prompts, const FileDatasetOptions& opt
 }
 
 }  // namespace
+
+int64_t estimate_text_tokens(const std::string& text) {
+  // ~4 characters per token for English BPE vocabularies; only a default.
+  return std::max<int64_t>(1, static_cast<int64_t>(text.size() / 4));
+}
 
 std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
   if (o.input_len < 1 || o.output_len < 1)
@@ -86,8 +88,8 @@ std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
       continue;
     Prompt p;
     p.text = q["value"].get<std::string>();
-    p.prompt_len = estimate_tokens(p.text);
-    p.output_len = estimate_tokens(a["value"].get_ref<const std::string&>());
+    p.prompt_len = estimate_text_tokens(p.text);
+    p.output_len = estimate_text_tokens(a["value"].get_ref<const std::string&>());
     // vLLM drops very short and very long pairs; so do we (by estimate).
     if (p.prompt_len < 4 || p.output_len < 4 || p.prompt_len > 1024 ||
         p.prompt_len + p.output_len > 2048)
@@ -101,11 +103,10 @@ std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
   return prompts;
 }
 
-std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
-                                  const FileDatasetOptions& options) {
+std::vector<JsonlRecord> read_jsonl_records(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw Error(ErrorKind::kNotFound, "cannot open JSONL dataset", path.string());
-  std::vector<Prompt> prompts;
+  std::vector<JsonlRecord> records;
   std::string line;
   size_t line_no = 0;
   while (std::getline(in, line)) {
@@ -115,22 +116,50 @@ std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
     auto where = fmt::format("{}:{}", path.string(), line_no);
     if (j.is_discarded() || !j.is_object())
       throw Error(ErrorKind::kBadFormat, "JSONL line is not a JSON object", where);
-    Prompt p;
+    JsonlRecord r;
+    r.line = line_no;
+    Prompt& p = r.prompt;
     if (auto ids = j.find("prompt_token_ids"); ids != j.end() && ids->is_array()) {
-      p.token_ids = ids->get<std::vector<int32_t>>();
+      for (const auto& id : *ids) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+          throw Error(ErrorKind::kBadFormat,
+                      fmt::format("\"prompt_token_ids\" holds {}, not a token id", id.dump()), where);
+        p.token_ids.push_back(id.get<int32_t>());
+      }
       p.prompt_len = static_cast<int64_t>(p.token_ids.size());
     } else if (auto t = j.find("prompt"); t != j.end() && t->is_string()) {
       p.text = t->get<std::string>();
-      p.prompt_len = estimate_tokens(p.text);
+      p.prompt_len = estimate_text_tokens(p.text);
     } else {
       throw Error(ErrorKind::kBadFormat, "JSONL line needs \"prompt\" or \"prompt_token_ids\"",
                   where);
     }
-    p.output_len = j.value("output_len", j.value("max_tokens", int64_t{256}));
-    prompts.push_back(std::move(p));
+    p.output_len = 256;
+    for (const char* key : {"max_tokens", "output_len"}) {  // output_len wins
+      auto n = j.find(key);
+      if (n == j.end()) continue;
+      if (!n->is_number_integer() || n->get<int64_t>() < 1)
+        throw Error(ErrorKind::kBadFormat, fmt::format("\"{}\" must be a positive integer, got {}", key, n->dump()),
+                    where);
+      p.output_len = n->get<int64_t>();
+    }
+    if (auto ts = j.find("timestamp"); ts != j.end()) {
+      if (!ts->is_number() || ts->get<double>() < 0 || !std::isfinite(ts->get<double>()))
+        throw Error(ErrorKind::kBadFormat,
+                    fmt::format("\"timestamp\" must be milliseconds (a number >= 0), got {}", ts->dump()), where);
+      r.timestamp_ms = ts->get<double>();
+    }
+    records.push_back(std::move(r));
   }
+  if (records.empty()) throw Error(ErrorKind::kBadFormat, "JSONL dataset is empty", path.string());
+  return records;
+}
+
+std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
+                                  const FileDatasetOptions& options) {
+  std::vector<Prompt> prompts;
+  for (auto& r : read_jsonl_records(path)) prompts.push_back(std::move(r.prompt));
   shuffle_and_cut(prompts, options);
-  if (prompts.empty()) throw Error(ErrorKind::kBadFormat, "JSONL dataset is empty", path.string());
   return prompts;
 }
 

@@ -11,12 +11,22 @@
 
 namespace magpie::serve {
 
+// One message of a conversation, as the chat API takes it.
+struct ChatMessage {
+  std::string role;  // system | user | assistant
+  std::string content;
+};
+
 struct Prompt {
   std::vector<int32_t> token_ids;  // used when non-empty
   std::string text;
+  std::vector<ChatMessage> messages;  // a session turn's history: the chat API sends these
   int64_t prompt_len = 0;  // tokens; an estimate for text prompts until usage arrives
   int64_t output_len = 0;  // max_tokens
 };
+
+// A text's length in tokens without a tokenizer: ~4 characters a token (English BPE), at least 1.
+int64_t estimate_text_tokens(const std::string& text);
 
 struct RandomDatasetOptions {
   size_t num_prompts = 0;
@@ -39,7 +49,14 @@ struct FileDatasetOptions {
 std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,
                                      const FileDatasetOptions& options);
 // JSONL: one object a line with "prompt" (text) or "prompt_token_ids", and optional
-// "output_len" / "max_tokens".
+// "output_len" / "max_tokens" (default 256) and "timestamp" (ms, for a replay).
+// A bad line is Error(kBadFormat) naming FILE:LINE.
+struct JsonlRecord {
+  Prompt prompt;
+  std::optional<double> timestamp_ms;
+  size_t line = 0;
+};
+std::vector<JsonlRecord> read_jsonl_records(const std::filesystem::path& path);
 std::vector<Prompt> jsonl_dataset(const std::filesystem::path& path,
                                   const FileDatasetOptions& options);
 

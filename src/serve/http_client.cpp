@@ -160,7 +160,8 @@ StreamingHttpClient::StreamingHttpClient(asio::io_context& io, Endpoint endpoint
 StreamingHttpClient::~StreamingHttpClient() { cancel_all(); }
 
 void StreamingHttpClient::post(std::string target, std::string body,
-                               std::chrono::milliseconds timeout, StreamHandlers handlers) {
+                               std::chrono::milliseconds timeout, StreamHandlers handlers,
+                               const std::vector<std::pair<std::string, std::string>>& headers) {
   auto ex = std::make_shared<Impl::Exchange>();
   ex->owner = impl_;
   ex->timeout = timeout;
@@ -171,6 +172,7 @@ void StreamingHttpClient::post(std::string target, std::string body,
   ex->request.set(http::field::content_type, "application/json");
   ex->request.set(http::field::accept, "text/event-stream");
   ex->request.set(http::field::user_agent, "magpie");
+  for (const auto& [name, value] : headers) ex->request.set(name, value);
   ex->request.keep_alive(true);
   ex->request.body() = std::move(body);
   ex->request.prepare_payload();

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "serve/endpoint.hpp"
 #include "serve/sse_parser.hpp"
@@ -41,9 +43,10 @@ class StreamingHttpClient {
   StreamingHttpClient(const StreamingHttpClient&) = delete;
   StreamingHttpClient& operator=(const StreamingHttpClient&) = delete;
 
-  // Starts a POST of a JSON body; `timeout` bounds the whole exchange.
+  // Starts a POST of a JSON body; `timeout` bounds the whole exchange;
+  // `headers` are added as given (a sticky-session header).
   void post(std::string target, std::string body, std::chrono::milliseconds timeout,
-            StreamHandlers handlers);
+            StreamHandlers handlers, const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Aborts every exchange in flight (their on_done reports kCancelled).
   void cancel_all();
 

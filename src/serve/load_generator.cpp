@@ -44,7 +44,14 @@ class Run {
     phase_ = Phase::kMeasure;
     if (o_.on_measure_start) o_.on_measure_start();
     infinite_rate_ = std::isinf(o_.arrivals.request_rate);
-    if (o_.duration_s > 0) {
+    if (sessions_mode()) {
+      if (o_.duration_s > 0) throw Error(ErrorKind::kUsage, "a session workload runs a number of sessions, not a duration");
+      offsets_ = arrival_offsets(o_.sessions.size(), o_.arrivals);  // session starts
+      sessions_.resize(o_.sessions.size());
+    } else if (!o_.schedule_s.empty()) {
+      if (o_.duration_s > 0) throw Error(ErrorKind::kUsage, "a recorded schedule is bounded by its own length");
+      offsets_ = o_.schedule_s;
+    } else if (o_.duration_s > 0) {
       if (infinite_rate_ && o_.max_concurrency == 0)
         throw Error(ErrorKind::kUsage,
                     "a duration-bounded run at rate inf needs --max-concurrency");
@@ -60,19 +67,34 @@ class Run {
     result_.duration_s = secs(last_done_ - t0_).count();
     if (result_.records.empty()) result_.duration_s = secs(Clock::now() - t0_).count();
     result_.connections_opened = client_.connections_opened();
+    if (sessions_mode() && !stopping_) result_.not_sent += skipped_turns_;
     if (o_.progress) std::cerr << "\n";
     return std::move(result_);
   }
 
  private:
   enum class Phase { kWarmup, kMeasure };
+  // One turn of a session, ready to send.
+  struct TurnRequest {
+    size_t session = 0, turn = 0;
+    std::string body;
+    int64_t prompt_len = 0, output_len = 0;
+  };
   struct Pending {
     size_t index;
     double scheduled_s;
     bool warmup;
     Clock::time_point ready{};  // when it could have been sent (schedule or freed slot)
+    std::shared_ptr<const TurnRequest> turn{};  // set for a session's turn
+  };
+  // A session under way: its history so far and the turn to send next.
+  struct SessionState {
+    std::vector<ChatMessage> history;
+    size_t next_turn = 0;
+    std::unique_ptr<boost::asio::steady_timer> think;
   };
   struct Live {
+    std::shared_ptr<const TurnRequest> turn;
     RequestRecord record;
     SseParser parser;
     OpenAiStreamReader reader;
@@ -87,6 +109,10 @@ class Run {
   }
 
   bool duration_mode() const { return o_.duration_s > 0; }
+  bool sessions_mode() const { return !o_.sessions.empty(); }
+  size_t planned_requests() const {
+    return sessions_mode() ? o_.num_prompts : planned() == SIZE_MAX ? 0 : planned();
+  }
   size_t planned() const { return duration_mode() && infinite_rate_ ? SIZE_MAX : offsets_.size(); }
 
   void dispatch() {
@@ -107,7 +133,10 @@ class Run {
         });
         return;
       }
-      enqueue(Pending{next_, offsets_[next_], false, due});
+      if (sessions_mode())
+        session_arrives(next_, due);
+      else
+        enqueue(Pending{next_, offsets_[next_], false, due});
       ++next_;
     }
   }
@@ -121,14 +150,86 @@ class Run {
     }
   }
 
+  // Sessions: a session starts when its arrival is due and a session slot is free.
+  void session_arrives(size_t s, Clock::time_point due) {
+    if (o_.max_sessions == 0 || active_sessions_ < o_.max_sessions) {
+      start_session(s, due);
+    } else {
+      waiting_sessions_.emplace_back(s, due);
+    }
+  }
+
+  void start_session(size_t s, Clock::time_point ready) {
+    ++active_sessions_;
+    if (!o_.sessions[s].system_prompt.empty())
+      sessions_[s].history.push_back({"system", o_.sessions[s].system_prompt});
+    send_turn(s, ready);
+  }
+
+  // The turn's request: the whole history, then the new user message.
+  void send_turn(size_t s, Clock::time_point ready) {
+    auto& st = sessions_[s];
+    const auto& turn = o_.sessions[s].turns[st.next_turn];
+    st.history.push_back({"user", turn.text});
+    Prompt prompt = session_turn_prompt(st.history, turn.output_len);
+    auto req = std::make_shared<TurnRequest>();
+    req->session = s;
+    req->turn = st.next_turn;
+    req->body = build_request_body(prompt, o_.request);
+    req->prompt_len = prompt.prompt_len;
+    req->output_len = turn.output_len;
+    ++turns_sent_;
+    enqueue(Pending{turn_index_++, secs(ready - t0_).count(), false, ready, std::move(req)});
+  }
+
+  // A turn finished: the reply joins the history and the next turn follows
+  // after its think time; a failed turn ends its session (the rest are not sent).
+  void turn_done(const TurnRequest& t, bool ok, std::string reply) {
+    auto& st = sessions_[t.session];
+    const auto& turns = o_.sessions[t.session].turns;
+    if (ok && t.turn + 1 < turns.size()) {
+      st.history.push_back({"assistant", std::move(reply)});
+      st.next_turn = t.turn + 1;
+      if (!st.think) st.think = std::make_unique<boost::asio::steady_timer>(io_);
+      auto ready = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs(turns[st.next_turn].think_s));
+      st.think->expires_at(ready);
+      st.think->async_wait([this, s = t.session, ready](boost::system::error_code ec) {
+        if (ec || stopping_) return maybe_stop_io();
+        send_turn(s, ready);
+      });
+      return;
+    }
+    if (!ok) skipped_turns_ += turns.size() - t.turn - 1;
+    st = SessionState{};
+    --active_sessions_;
+    ++sessions_done_;
+    if (!waiting_sessions_.empty()) {
+      auto [next, due] = waiting_sessions_.front();
+      waiting_sessions_.pop_front();
+      start_session(next, due);
+    }
+  }
+
   void launch(const Pending& p, double queue_s) {
     auto live = std::make_shared<Live>();
     auto& r = live->record;
     r.index = p.index;
     r.warmup = p.warmup;
-    const auto& prompt = o_.prompts[p.warmup ? 0 : p.index % o_.prompts.size()];
-    r.prompt_len = prompt.prompt_len;
-    r.expected_output_len = prompt.output_len;
+    const std::string* body = nullptr;
+    if (p.turn) {
+      live->turn = p.turn;
+      live->reader.keep_text();
+      r.session = static_cast<int64_t>(p.turn->session);
+      r.turn = static_cast<int32_t>(p.turn->turn);
+      r.prompt_len = p.turn->prompt_len;
+      r.expected_output_len = p.turn->output_len;
+      body = &p.turn->body;
+    } else {
+      const auto& prompt = o_.prompts[p.warmup ? 0 : p.index % o_.prompts.size()];
+      r.prompt_len = prompt.prompt_len;
+      r.expected_output_len = prompt.output_len;
+      body = &bodies_[p.warmup ? 0 : p.index % bodies_.size()];
+    }
     live->start = Clock::now();
     r.scheduled_s = p.scheduled_s;
     r.start_s = secs(live->start - t0_).count();
@@ -155,8 +256,10 @@ class Run {
       live->events.clear();
     };
     h.on_done = [this, live](const StreamEnd& end) { completed(*live, end); };
-    client_.post(target_, bodies_[p.warmup ? 0 : p.index % bodies_.size()], o_.request_timeout,
-                 std::move(h));
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (p.turn && !o_.session_header.empty())
+      headers.emplace_back(o_.session_header, fmt::format("session-{}", p.turn->session));
+    client_.post(target_, *body, o_.request_timeout, std::move(h), headers);
   }
 
   void completed(Live& live, const StreamEnd& end) {
@@ -185,6 +288,7 @@ class Run {
     bool lost_server = !r.success && (r.failure == FailureReason::kConnectFailed ||
                                       r.failure == FailureReason::kTransport ||
                                       r.failure == FailureReason::kIncompleteStream);
+    const bool r_ok = r.success;
     if (!r.warmup) {
       last_done_ = now;
       if (o_.on_record) o_.on_record(r);
@@ -205,11 +309,14 @@ class Run {
     } else if (duration_mode() && infinite_rate_) {
       dispatch();
     }
+    // After the queue: a request that waited for the freed slot goes first.
+    if (live.turn) turn_done(*live.turn, r_ok, std::move(live.reader.text()));
     maybe_stop_io();
   }
 
   void maybe_stop_io() {
-    bool issuing_done = stopping_ || phase_ == Phase::kWarmup || next_ >= planned() ||
+    bool issuing_done = stopping_ || phase_ == Phase::kWarmup ||
+                        (next_ >= planned() && (!sessions_mode() || sessions_done_ == o_.sessions.size())) ||
                         (duration_mode() && infinite_rate_ && Clock::now() >= end_);
     if (in_flight_ == 0 && waiting_.empty() && issuing_done) {
       arrival_.cancel();
@@ -237,7 +344,9 @@ class Run {
       result_.interrupted = interrupted;
       result_.server_died = dead;
       result_.not_sent =
-          waiting_.size() + (planned() == SIZE_MAX ? 0 : planned() - std::min(next_, planned()));
+          sessions_mode()
+              ? waiting_.size() + o_.num_prompts - std::min(o_.num_prompts, turns_sent_)
+              : waiting_.size() + (planned() == SIZE_MAX ? 0 : planned() - std::min(next_, planned()));
       waiting_.clear();
       arrival_.cancel();
       // Ctrl-C aborts what is in flight; after a server death the sockets fail by themselves.
@@ -251,12 +360,12 @@ class Run {
       double elapsed = secs(now - t0_).count();
       auto done = result_.records.size();
       std::string total =
-          planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned());
+          planned() == SIZE_MAX ? fmt::format("{:.0f}s", o_.duration_s) : std::to_string(planned_requests());
       std::string line = fmt::format("{}/{} done  {} in flight  {} queued  {} failed  {:.1f} req/s  {:.1f}s",
                                      done, total, in_flight_, waiting_.size(), failed_,
                                      elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0, elapsed);
       if (o_.progress) std::cerr << "\r  " << line << "   " << std::flush;
-      if (o_.on_progress) o_.on_progress(done, planned() == SIZE_MAX ? 0 : planned(), line);
+      if (o_.on_progress) o_.on_progress(done, planned_requests(), line);
     }
   }
 
@@ -268,6 +377,10 @@ class Run {
   std::vector<std::string> bodies_;
   std::vector<double> offsets_;
   std::deque<Pending> waiting_;
+  std::vector<SessionState> sessions_;
+  std::deque<std::pair<size_t, Clock::time_point>> waiting_sessions_;
+  size_t active_sessions_ = 0, sessions_done_ = 0, turns_sent_ = 0, turn_index_ = 0,
+         skipped_turns_ = 0;
   Phase phase_ = Phase::kWarmup;
   bool infinite_rate_ = true;
   bool stopping_ = false, interrupted_ = false;

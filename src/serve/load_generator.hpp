@@ -15,6 +15,7 @@
 #include "serve/endpoint.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/request_record.hpp"
+#include "serve/sessions.hpp"
 
 namespace magpie::serve {
 
@@ -25,6 +26,15 @@ struct LoadOptions {
   size_t num_prompts = 0;       // measured requests; 0 with duration_s > 0
   double duration_s = 0;        // > 0: send until then, then drain
   ArrivalOptions arrivals;
+  // Recorded traffic: prompts[i] is due at schedule_s[i] (replaces `arrivals`).
+  std::vector<double> schedule_s;
+  // Session workload: each session's turns are sent one after another, each
+  // with the whole history (the model's replies included), after its think
+  // time; `arrivals` then spaces session starts. max_concurrency still caps
+  // requests in flight; max_sessions caps sessions under way (0 = unbounded).
+  std::vector<Session> sessions;
+  size_t max_sessions = 0;
+  std::string session_header;  // when set, every request carries NAME: session id
   size_t max_concurrency = 0;  // 0 = unbounded
   size_t warmups = 0;          // sent first (first prompt, same cap), not measured
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
@@ -41,7 +51,7 @@ struct LoadResult {
   std::vector<RequestRecord> records;  // measured requests in completion order
   double duration_s = 0;               // first scheduled send → last completion
   int64_t peak_concurrency = 0;
-  size_t not_sent = 0;       // scheduled but never sent (stopped early)
+  size_t not_sent = 0;       // scheduled but never sent (stopped early; a session's turns after a failure)
   bool interrupted = false;  // Ctrl-C
   bool server_died = false;
   size_t connections_opened = 0;

@@ -16,14 +16,17 @@ namespace sj = simdjson::ondemand;
 struct EventFacts {
   bool has_choice = false;
   size_t text_chars = 0;
+  std::string* text = nullptr;  // the reply's text is kept here when set (sessions)
   bool has_error = false;
   std::string error;
   int64_t completion_tokens = -1, prompt_tokens = -1;
 };
 
-size_t string_length(sj::value v) {
+size_t string_length(sj::value v, std::string* keep) {
   std::string_view s;
-  return v.get_string().get(s) ? 0 : s.size();
+  if (v.get_string().get(s)) return 0;
+  if (keep) keep->append(s);
+  return s.size();
 }
 
 bool read_choice(sj::value v, EventFacts& f) {
@@ -35,7 +38,7 @@ bool read_choice(sj::value v, EventFacts& f) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return false;
     if (key == "text") {
-      f.text_chars += string_length(field.value());
+      f.text_chars += string_length(field.value(), f.text);
     } else if (key == "delta") {
       sj::object d;
       if (field.value().get_object().get(d)) continue;
@@ -44,8 +47,11 @@ bool read_choice(sj::value v, EventFacts& f) {
         if (std::move(dr).get(df)) return false;
         std::string_view dk;
         if (df.unescaped_key().get(dk)) return false;
-        if (dk == "content" || dk == "reasoning" || dk == "reasoning_content")
-          f.text_chars += string_length(df.value());
+        // The reply a session's next turn sends back is its content, not its reasoning.
+        if (dk == "content")
+          f.text_chars += string_length(df.value(), f.text);
+        else if (dk == "reasoning" || dk == "reasoning_content")
+          f.text_chars += string_length(df.value(), nullptr);
       }
     }
   }
@@ -120,6 +126,7 @@ bool OpenAiStreamReader::on_event(SseEvent& event) {
     return false;
   }
   EventFacts f;
+  if (keep_text_) f.text = &text_;
   std::string shown = event.data.substr(0, 200);
   if (!read_event(event.data, f)) {
     failure_ = FailureReason::kMalformedSse;

@@ -23,6 +23,9 @@ class OpenAiStreamReader {
   void finish(Clock::time_point start, bool parser_has_partial, RequestRecord& record) const;
 
   bool done() const { return done_; }
+  // Keep the reply's text (a session's next turn sends it back as history).
+  void keep_text() { keep_text_ = true; }
+  std::string& text() { return text_; }
   const std::vector<Clock::time_point>& chunk_times() const { return chunk_times_; }
 
  private:
@@ -31,6 +34,8 @@ class OpenAiStreamReader {
   bool per_chunk_usage_ = true;  // every choice chunk carried usage (continuous usage stats)
   int64_t completion_tokens_ = -1, prompt_tokens_ = -1;
   size_t output_chars_ = 0;
+  bool keep_text_ = false;
+  std::string text_;
   bool done_ = false;
   FailureReason failure_ = FailureReason::kNone;
   std::string error_;

@@ -22,6 +22,12 @@ std::string build_request_body(const Prompt& prompt, const RequestOptions& o) {
     }
     body["max_tokens"] = prompt.output_len;
   } else {
+    if (!prompt.messages.empty()) {  // a session turn: the whole history
+      auto& messages = body["messages"] = nlohmann::json::array();
+      for (const auto& m : prompt.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+      body["max_completion_tokens"] = prompt.output_len;
+      return body.dump();
+    }
     // Chat takes text only; a token-id prompt is sent as space-joined ids,
     // which keeps its length close without a tokenizer.
     std::string text = prompt.text;

@@ -45,6 +45,10 @@ nlohmann::json RequestRecord::to_json() const {
                    {"e2el_s", latency},
                    {"itl_s", itl}};
   if (warmup) j["warmup"] = true;
+  if (session >= 0) {
+    j["session"] = session;
+    j["turn"] = turn;
+  }
   if (http_status) j["http_status"] = http_status;
   if (usage_prompt_tokens >= 0) j["usage_prompt_tokens"] = usage_prompt_tokens;
   if (!success) {

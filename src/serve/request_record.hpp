@@ -25,6 +25,8 @@ const char* to_string(FailureReason reason);
 struct RequestRecord {
   uint64_t index = 0;
   bool warmup = false;
+  int64_t session = -1;  // session workloads: which session, and its turn (0-based)
+  int32_t turn = -1;
   bool success = false;
   FailureReason failure = FailureReason::kNone;
   std::string error;

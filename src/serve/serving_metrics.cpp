@@ -128,6 +128,35 @@ ServingMetrics compute_metrics(const MetricsInput& in) {
   m.itl_per_token = metric_stats(std::move(itl_tok), in.percentiles);
   m.client_queue = metric_stats(std::move(queue), in.percentiles);
   m.client_overhead = metric_stats(std::move(overhead), in.percentiles);
+  std::vector<double> lateness;
+  lateness.reserve(records.size());
+  for (const auto& r : records) lateness.push_back(std::max(0.0, r.start_s - r.scheduled_s));
+  m.send_lateness = metric_stats(std::move(lateness), in.percentiles);
+  // TTFT by turn index: where a prefix cache shows (later turns resend a cached history).
+  std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> turns;  // ttft, input
+  std::map<int32_t, size_t> turn_failed;
+  for (const auto& r : records) {
+    if (r.turn < 0) continue;
+    if (!r.success) {
+      ++turn_failed[r.turn];
+      turns[r.turn];
+      continue;
+    }
+    turns[r.turn].first.push_back(r.ttft);
+    turns[r.turn].second.push_back(
+        static_cast<double>(r.usage_prompt_tokens >= 0 ? r.usage_prompt_tokens : r.prompt_len));
+  }
+  for (auto& [turn, v] : turns) {
+    TurnMetrics t;
+    t.turn = turn;
+    t.completed = v.first.size();
+    t.failed = turn_failed[turn];
+    double sum = 0;
+    for (double x : v.second) sum += x;
+    t.mean_input_tokens = v.second.empty() ? 0 : sum / static_cast<double>(v.second.size());
+    t.ttft = metric_stats(std::move(v.first), in.percentiles);
+    m.by_turn.push_back(std::move(t));
+  }
   return m;
 }
 

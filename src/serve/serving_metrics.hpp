@@ -28,6 +28,14 @@ struct GoodputSlo {  // milliseconds; absent = not checked
   bool any() const { return ttft_ms || tpot_ms || e2el_ms; }
 };
 
+// Session workloads: one turn index's requests (turn 0 is every session's first).
+struct TurnMetrics {
+  int32_t turn = 0;
+  size_t completed = 0, failed = 0;
+  double mean_input_tokens = 0;  // the whole history the turn sent
+  MetricStats ttft;
+};
+
 struct ServingMetrics {
   double duration_s = 0;
   size_t completed = 0, failed = 0;
@@ -38,6 +46,10 @@ struct ServingMetrics {
   int64_t max_concurrent_requests = 0;  // vLLM's per-second-bucket definition
   int64_t peak_concurrency = 0;         // ours: the most requests actually in flight
   MetricStats ttft, tpot, itl, e2el, itl_per_token, client_queue, client_overhead;
+  // Ours: how late each request left against its schedule (start − scheduled,
+  // queueing on the concurrency cap included): a fixed schedule's accuracy.
+  MetricStats send_lateness;
+  std::vector<TurnMetrics> by_turn;  // empty unless the records carry turns
   std::map<std::string, size_t> failures_by_reason;
   std::vector<double> percentiles;
   bool has_goodput = false;

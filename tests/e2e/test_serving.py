@@ -2,7 +2,8 @@
 PyPI serving a tiny Llama-architecture model generated here (random weights
 via --load-format dummy; nothing downloaded from a hub).
 
-Covers a clean run (--endpoint), a sweep over two concurrencies and a
+Covers a clean run (--endpoint), multi-turn sessions served from vLLM's
+prefix cache, a sweep over two concurrencies and a
 profiled run (both with magpie launching the server itself), the server
 killed mid-run, and the overall timeout ending a run whose server magpie
 launched (its whole process group gone, the partial results kept). The comparison with `vllm bench serve` is in
@@ -141,6 +142,35 @@ def test_profiled_run_gap_analysis(magpie, tiny_model, tmp_path):
     # A CPU-only server has no GPU kernels: the report says gap analysis used cpu_op events.
     assert any("cpu_op" in w for w in report["warnings"])
     assert report["throughput"]["completed_requests"] == 4
+
+
+def test_sessions_resend_a_history_the_prefix_cache_holds(magpie, server, tmp_path):
+    """Multi-turn sessions with vLLM's prefix caching (on by default): every
+    later turn resends its session's history, so vLLM's own counters show it
+    served from the cache (all full 128-token blocks of the first turn), and
+    TTFT after the first turn (~1000 tokens to prefill) drops (a dozen new)."""
+    import random
+    rng = random.Random(7)
+    words = lambda n: " ".join(f"w{rng.randrange(10, 4000)}" for _ in range(n))  # the tiny model's vocabulary
+    turns = lambda: [{"from": "human", "value": words(1000)}, {"from": "gpt", "value": "x"},
+                     {"from": "human", "value": words(8)}, {"from": "gpt", "value": "x"},
+                     {"from": "human", "value": words(8)}]
+    data = tmp_path / "sessions.json"
+    data.write_text(json.dumps([{"conversations": turns()} for _ in range(4)]))
+    proc, report, ws = run_magpie(magpie, ["--endpoint", server.url, "--dataset", "sharegpt_sessions",
+                                           "--dataset-path", str(data), "--output-len", "4", "--concurrency", "2",
+                                           "--warmups", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    case = report["cases"][0]
+    assert case["throughput"]["completed_requests"] == 12
+    turns_seen = case["turns"]
+    assert [t["turn"] for t in turns_seen] == [0, 1, 2] and turns_seen[0]["mean_input_tokens"] == 1000
+    delta = report["server_metrics"]["delta"]
+    hits = sum(v for k, v in delta.items() if k.startswith("vllm:prefix_cache_hits_total"))
+    # 8 later turns, each finding at least the first turn's 7 full blocks (896 tokens) cached.
+    assert hits >= 8 * 896, {k: v for k, v in delta.items() if "prefix_cache" in k}
+    later = (turns_seen[1]["ttft"]["mean_ms"] + turns_seen[2]["ttft"]["mean_ms"]) / 2
+    assert later < turns_seen[0]["ttft"]["mean_ms"], turns_seen
 
 
 def test_server_killed_mid_run(magpie, server, tmp_path):

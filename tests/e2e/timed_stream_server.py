@@ -20,6 +20,19 @@ tiny model, whose tokenizer is one word per token: tiny_llama.py), else it is
 left out (the stub has no tokenizer) and clients keep their own count. One
 event per HTTP chunk, one token per event, keep-alive.
 
+Prefix reuse (--prefill-ms-per-token X): the stub keeps a prefix cache of
+every prompt it has prefilled (from its first token on), with the reply it generated appended (as vLLM caches
+a sequence's blocks), and a request's first token comes T0 + X * (its tokens
+not already cached) after arrival, so a turn that resends a cached history is
+fast and a fresh prompt slow, by an amount the test knows. Tokens are a
+token-id prompt's ids, or a text prompt's words; a chat request's messages
+are flattened as a chat template would, "<role>" then the content's words, and
+end with "<assistant>". In this mode each reply is unique to its request
+(" r<N>t<k>"), so a test can find it in the next turn's history, and --log also
+records what came in: the prompt's tokens, the cached count, the headers.
+With --chat, POST /v1/chat/completions is served too (delta.content chunks);
+without it, it is a 404, as on a server without a chat template.
+
 Timers: asyncio sleeps round up to the millisecond (epoll's timeout), so a
 token leaves 0-1 ms after its deadline on an idle machine; on a loaded one,
 whatever the scheduler adds. The stub records, per request, how late each
@@ -27,7 +40,7 @@ token was written (--log, JSON lines), so a test can show where lateness came
 from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
-        [--model NAME] [--words-are-tokens] [--log FILE]
+        [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat]
 prints "port N" on stdout once it listens. GET /health, /v1/models and
 /metrics answer as vLLM's do (enough for `vllm bench serve` and
 `magpie benchmark --endpoint`). Standard library only."""
@@ -50,14 +63,46 @@ def plain(status: str, body: bytes, ctype: str = "application/json") -> bytes:
             .encode() + body)
 
 
+class PrefixCache:
+    """Every token sequence seen, as a trie: how much of a new one is cached."""
+
+    def __init__(self):
+        self.root = {}
+
+    def cached(self, tokens) -> int:
+        node, n = self.root, 0
+        for t in tokens:
+            node = node.get(t)
+            if node is None:
+                break
+            n += 1
+        return n
+
+    def insert(self, tokens):
+        node = self.root
+        for t in tokens:
+            node = node.setdefault(t, {})
+
+
+def chat_tokens(messages) -> list:
+    out = []
+    for m in messages:
+        out.append(f"<{m.get('role')}>")
+        out.extend(str(m.get("content", "")).split())
+    return out + ["<assistant>"]
+
+
 class TimedStreamServer:
     def __init__(self, ttft_s: float, itl_s: float, model: str, words_are_tokens: bool,
-                 log_path: str | None):
+                 log_path: str | None, prefill_s_per_token: float | None = None, chat: bool = False):
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.words_are_tokens = words_are_tokens
         self.log = open(log_path, "a") if log_path else None
         self.requests = 0
         self.tokens = 0
+        self.prefill_s_per_token = prefill_s_per_token
+        self.chat = chat
+        self.cache = PrefixCache() if prefill_s_per_token is not None else None
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         try:
@@ -75,8 +120,10 @@ class TimedStreamServer:
                         headers[k.strip().lower()] = v.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 arrival = time.monotonic()  # the schedule's origin: the request is fully read
-                if method == "POST" and target.split("?")[0] == "/v1/completions":
-                    await self.stream_completion(writer, body, arrival)
+                path = target.split("?")[0]
+                if method == "POST" and (path == "/v1/completions" or (self.chat and path == "/v1/chat/completions")):
+                    await self.stream_completion(writer, body, arrival, path.endswith("/chat/completions"),
+                                                 headers)
                 else:
                     writer.write(self.answer_get(method, target.split("?")[0]))
                 await writer.drain()
@@ -102,16 +149,21 @@ class TimedStreamServer:
             return plain("200 OK", text.encode(), "text/plain; version=0.0.4")
         return plain("404 Not Found", b'{"error": "not found"}')
 
-    async def stream_completion(self, writer: asyncio.StreamWriter, body: bytes, arrival: float):
+    async def stream_completion(self, writer: asyncio.StreamWriter, body: bytes, arrival: float,
+                                chat: bool = False, headers: dict | None = None):
         try:
             req = json.loads(body)
         except ValueError:
             writer.write(plain("400 Bad Request", b'{"error": "body is not JSON"}'))
             return
-        prompt = req.get("prompt")
+        messages = req.get("messages") if chat else None
+        if chat and not (isinstance(messages, list) and messages):
+            writer.write(plain("400 Bad Request", b'{"error": "chat needs messages"}'))
+            return
+        prompt = " ".join(chat_tokens(messages)) if chat else req.get("prompt")
         single_text = isinstance(prompt, str)
         single_ids = isinstance(prompt, list) and bool(prompt) and all(isinstance(t, int) for t in prompt)
-        max_tokens = req.get("max_tokens")
+        max_tokens = req.get("max_completion_tokens", req.get("max_tokens")) if chat else req.get("max_tokens")
         if not req.get("stream") or not (single_text or single_ids) or not isinstance(max_tokens, int) \
                 or max_tokens < 1:
             msg = "the timed stub serves only streamed requests with one prompt and max_tokens >= 1"
@@ -125,6 +177,13 @@ class TimedStreamServer:
         prompt_tokens = len(prompt) if single_ids else len(prompt.split()) if self.words_are_tokens else None
         self.requests += 1
         rid = f"cmpl-timed-{self.requests}"
+        # Prefix reuse: the first token waits for the tokens the cache does not hold.
+        tokens = list(prompt) if single_ids else prompt.split()
+        cached, prefill_s = 0, 0.0
+        if self.cache is not None:
+            cached = self.cache.cached(tokens)
+            prefill_s = self.prefill_s_per_token * (len(tokens) - cached)
+        word = (lambda k: f" r{self.requests}t{k}") if self.cache is not None else (lambda k: f" t{k}")
 
         def usage(completion: int):
             u = {"completion_tokens": completion}
@@ -136,26 +195,41 @@ class TimedStreamServer:
                      b"transfer-encoding: chunked\r\n\r\n")
         late_ms = []
         for k in range(n):
-            deadline = arrival + self.ttft_s + k * self.itl_s
+            deadline = arrival + self.ttft_s + prefill_s + k * self.itl_s
             while (wait := deadline - time.monotonic()) > 0:  # never early, whatever the timer does
                 await asyncio.sleep(wait)
             finish = None if k + 1 < n else ("length" if ignore_eos or n == max_tokens else "stop")
-            event = {"id": rid, "object": "text_completion", "created": 0, "model": req.get("model"),
-                     "choices": [{"index": 0, "text": f" t{k}", "logprobs": None, "finish_reason": finish,
-                                  "stop_reason": None}],
-                     "usage": usage(k + 1) if continuous else None}
+            if chat:
+                event = {"id": rid, "object": "chat.completion.chunk", "created": 0, "model": req.get("model"),
+                         "choices": [{"index": 0, "delta": {"content": word(k)}, "logprobs": None,
+                                      "finish_reason": finish}],
+                         "usage": usage(k + 1) if continuous else None}
+            else:
+                event = {"id": rid, "object": "text_completion", "created": 0, "model": req.get("model"),
+                         "choices": [{"index": 0, "text": word(k), "logprobs": None, "finish_reason": finish,
+                                      "stop_reason": None}],
+                         "usage": usage(k + 1) if continuous else None}
             writer.write(sse(event))
+            if k == 0 and self.cache is not None:  # prefilled: from now on its prompt is cached
+                self.cache.insert(tokens)
             await writer.drain()
             late_ms.append((time.monotonic() - deadline) * 1e3)
             self.tokens += 1
         if include_usage:
-            writer.write(sse({"id": rid, "object": "text_completion", "created": 0, "model": req.get("model"),
-                              "choices": [], "usage": usage(n)}))
+            writer.write(sse({"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
+                              "created": 0, "model": req.get("model"), "choices": [], "usage": usage(n)}))
         writer.write(sse(b"[DONE]") + b"0\r\n\r\n")
+        reply = [word(k).strip() for k in range(n)]
+        if self.cache is not None:  # the generated tokens are cached too, as vLLM's blocks are
+            self.cache.insert(tokens + reply)
         if self.log:
             record = {"id": rid, "prompt_kind": "ids" if single_ids else "text",
                       "prompt_tokens": prompt_tokens, "max_tokens": max_tokens, "ignore_eos": ignore_eos,
-                      "include_usage": include_usage, "tokens": n, "late_ms": [round(x, 3) for x in late_ms]}
+                      "include_usage": include_usage, "tokens": n, "late_ms": [round(x, 3) for x in late_ms],
+                      "arrival": arrival}
+            if self.cache is not None:
+                record.update(api="chat" if chat else "completions", prompt=tokens, cached_tokens=cached,
+                              reply=reply, headers={k: v for k, v in (headers or {}).items() if k.startswith("x-")})
             self.log.write(json.dumps(record) + "\n")
             self.log.flush()
 
@@ -168,8 +242,11 @@ async def main(argv=None):
     ap.add_argument("--model", default="timed-stub")
     ap.add_argument("--words-are-tokens", action="store_true")
     ap.add_argument("--log")
+    ap.add_argument("--prefill-ms-per-token", type=float, default=None)
+    ap.add_argument("--chat", action="store_true")
     a = ap.parse_args(argv)
-    stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log)
+    stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
+                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat)
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -188,6 +190,69 @@ TEST(LoadGenerator, CleanRunWithConcurrencyCapAndKeepAlive) {
   auto m = compute_metrics(mi);
   EXPECT_EQ(m.completed, 40u);
   EXPECT_GT(m.client_queue.mean_ms, 0);  // 40 requests through 4 slots wait
+}
+
+// Sessions: each turn follows its session's previous reply (after the think
+// time), sessions under way are capped, and a failed turn ends its session:
+// its later turns are never sent and are counted as not sent.
+TEST(LoadGenerator, SessionsSendTurnsInOrderAndAFailedTurnEndsItsSession) {
+  FakeServer server;
+  auto o = options_for(server.port(), {4});  // the warm-up prompt
+  for (int s = 0; s < 3; ++s) {
+    Session session;
+    session.system_prompt = "sys";
+    for (int t = 0; t < 3; ++t)
+      session.turns.push_back({"turn " + std::to_string(t), 2, s == 1 && t == 1 ? 992 : 3, t ? 0.005 : 0.0});
+    o.sessions.push_back(session);
+  }
+  o.num_prompts = 9;
+  o.max_sessions = 2;
+  o.max_concurrency = 8;
+  o.warmups = 1;
+  auto r = run_load(o);
+  ASSERT_EQ(r.records.size(), 8u);
+  EXPECT_EQ(r.not_sent, 1u);  // session 1's last turn
+  EXPECT_EQ(r.peak_concurrency, 2);  // two sessions under way, one request each
+  std::map<int64_t, std::vector<const RequestRecord*>> by_session;
+  for (const auto& rec : r.records) by_session[rec.session].push_back(&rec);
+  ASSERT_EQ(by_session.size(), 3u);
+  for (auto& [s, recs] : by_session) {
+    std::sort(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+    for (size_t t = 0; t < recs.size(); ++t) {
+      EXPECT_EQ(recs[t]->turn, static_cast<int32_t>(t));
+      if (t) {  // after the previous reply and the think time, never before
+        EXPECT_GE(recs[t]->start_s, recs[t - 1]->start_s + recs[t - 1]->latency + 0.005);
+      }
+    }
+    EXPECT_EQ(recs.size(), s == 1 ? 2u : 3u);
+  }
+  EXPECT_FALSE(by_session[1][1]->success);
+  MetricsInput mi;
+  mi.records = &r.records;
+  mi.duration_s = r.duration_s;
+  auto m = compute_metrics(mi);
+  ASSERT_EQ(m.by_turn.size(), 3u);
+  EXPECT_EQ(m.by_turn[0].completed, 3u);
+  EXPECT_EQ(m.by_turn[1].completed, 2u);
+  EXPECT_EQ(m.by_turn[1].failed, 1u);
+  EXPECT_EQ(m.by_turn[2].completed, 2u);
+}
+
+// Recorded traffic: each prompt leaves at its own offset, never earlier.
+TEST(LoadGenerator, AFixedScheduleIsKept) {
+  FakeServer server;
+  auto o = options_for(server.port(), {2, 2, 2, 2});
+  o.schedule_s = {0.0, 0.02, 0.02, 0.05};
+  auto r = run_load(o);
+  ASSERT_EQ(r.records.size(), 4u);
+  for (const auto& rec : r.records) {
+    EXPECT_EQ(rec.scheduled_s, o.schedule_s[rec.index]);
+    EXPECT_GE(rec.start_s, rec.scheduled_s);
+  }
+  MetricsInput mi;
+  mi.records = &r.records;
+  mi.duration_s = r.duration_s;
+  EXPECT_EQ(compute_metrics(mi).send_lateness.count, 4u);
 }
 
 TEST(LoadGenerator, FailuresByReason) {

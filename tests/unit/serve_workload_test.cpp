@@ -1,0 +1,296 @@
+// Workloads beyond single prompts (issue 30): multi-turn sessions (synthetic
+// and ShareGPT), their think times and history, a Mooncake trace replayed on
+// its timestamps (same hash id → same token block), and the registry's rule
+// that a knob a workload cannot honour is refused, never dropped.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "core/error.hpp"
+#include "serve/benchmark_config.hpp"
+#include "serve/recorded_trace.hpp"
+#include "serve/request_builder.hpp"
+#include "serve/sessions.hpp"
+#include "serve/workload.hpp"
+
+namespace magpie::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path write_temp(const std::string& name, const std::string& text) {
+  auto dir = fs::temp_directory_path() / "magpie_workload_test";
+  fs::create_directories(dir);
+  auto p = dir / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+template <class F>
+Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error";
+  return Error(ErrorKind::kInternal, "none");
+}
+
+TEST(MooncakeTrace, SameHashIdIsTheSameBlockAndTimestampsBecomeTheSchedule) {
+  auto p = write_temp("trace.jsonl",
+                      R"({"timestamp": 1000, "input_length": 600, "output_length": 5, "hash_ids": [7, 8]}
+{"timestamp": 1500, "input_length": 512, "output_length": 3, "hash_ids": [7]}
+
+{"timestamp": 1250, "input_length": 700, "output_length": 4, "hash_ids": [9, 8]}
+)");
+  auto requests = read_mooncake_trace(p);
+  ASSERT_EQ(requests.size(), 3u);
+  TraceReplayOptions o;
+  o.speedup = 2;
+  auto replay = mooncake_replay(requests, o);
+  // Sorted by time; offsets from the first, divided by the speed-up.
+  ASSERT_EQ(replay.offsets_s, (std::vector<double>{0.0, 0.125, 0.25}));
+  const auto& a = replay.prompts[0].token_ids;  // [7, 8] → 600 tokens
+  const auto& c = replay.prompts[1].token_ids;  // [9, 8] → 700 tokens (188 past the blocks)
+  const auto& b = replay.prompts[2].token_ids;  // [7] → 512 tokens
+  ASSERT_EQ(a.size(), 600u);
+  ASSERT_EQ(b.size(), 512u);
+  ASSERT_EQ(c.size(), 700u);
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), a.begin()));           // block 7 is shared
+  EXPECT_TRUE(std::equal(a.begin() + 512, a.end(), c.begin() + 512));  // block 8's first 88 tokens
+  EXPECT_FALSE(std::equal(a.begin(), a.begin() + 512, c.begin()));  // block 9 is not block 7
+  EXPECT_EQ(replay.prompts[0].output_len, 5);
+  o.output_len = 2;  // --output-len wins over the recorded lengths
+  for (const auto& prompt : mooncake_replay(requests, o).prompts) EXPECT_EQ(prompt.output_len, 2);
+}
+
+TEST(MooncakeTrace, BadLinesNameTheFileAndLine) {
+  auto malformed = write_temp("bad1.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, "
+                                            "\"hash_ids\": [1]}\n\n{not json\n");
+  auto e = error_of([&] { read_mooncake_trace(malformed); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("bad1.jsonl:3"), std::string::npos) << e.what();
+  auto missing = write_temp("bad2.jsonl", "{\"timestamp\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n");
+  e = error_of([&] { read_mooncake_trace(missing); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("bad2.jsonl:1"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("input_length"), std::string::npos) << e.what();
+  auto bad_id = write_temp("bad3.jsonl",
+                           "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [\"x\"]}\n");
+  e = error_of([&] { read_mooncake_trace(bad_id); });
+  EXPECT_NE(std::string(e.what()).find("hash_ids"), std::string::npos) << e.what();
+  EXPECT_EQ(error_of([&] { read_mooncake_trace("/nonexistent/trace.jsonl"); }).kind(), ErrorKind::kNotFound);
+}
+
+TEST(TimedJsonl, TimestampsBecomeTheScheduleAndAMissingOneIsNamed) {
+  auto p = write_temp("timed.jsonl", R"({"timestamp": 300, "prompt": "b c", "max_tokens": 3}
+{"timestamp": 100, "prompt_token_ids": [5, 6, 7], "output_len": 9}
+)");
+  ClientOptions o;
+  o.dataset = "timed_jsonl";
+  o.dataset_path = p.string();
+  o.trace_speedup = 4;
+  WorkloadCase w;
+  auto wl = make_workload(o, w, 320);  // no NUM_PROMPTS given: the whole file
+  ASSERT_EQ(wl.schedule_s, (std::vector<double>{0.0, 0.05}));
+  EXPECT_EQ(wl.prompts[0].token_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(wl.prompts[0].output_len, 9);
+  EXPECT_EQ(wl.prompts[1].text, "b c");
+  auto missing = write_temp("untimed.jsonl", "{\"timestamp\": 1, \"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n");
+  o.dataset_path = missing.string();
+  auto e = error_of([&] { make_workload(o, w, 1); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("untimed.jsonl:2"), std::string::npos) << e.what();
+  // A JSONL value of the wrong type is named at its line (it used to escape as a JSON library error).
+  auto bad = write_temp("badlen.jsonl", "{\"prompt\": \"a\", \"max_tokens\": \"many\"}\n");
+  e = error_of([&] { jsonl_dataset(bad, {}); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("badlen.jsonl:1"), std::string::npos) << e.what();
+}
+
+TEST(ThinkTime, FormsAndRefusals) {
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(parse_think_time("0.5", "--think-time").draw(rng), 0.5);
+  EXPECT_EQ(parse_think_time("constant:2", "--think-time").draw(rng), 2.0);
+  auto u = parse_think_time("uniform:0.2,0.4", "--think-time");
+  for (int i = 0; i < 100; ++i) {
+    double x = u.draw(rng);
+    EXPECT_GE(x, 0.2);
+    EXPECT_LT(x, 0.4);
+  }
+  auto ex = parse_think_time("exp:1", "--think-time");
+  double sum = 0;
+  for (int i = 0; i < 4000; ++i) sum += ex.draw(rng);
+  EXPECT_NEAR(sum / 4000, 1.0, 0.1);
+  for (const char* bad : {"fast", "-1", "uniform:0.5", "uniform:0.8,0.2", "exp:", "gamma:1"}) {
+    auto e = error_of([&] { parse_think_time(bad, "--think-time"); });
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad;
+    EXPECT_NE(std::string(e.what()).find("--think-time"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Sessions, SyntheticSessionsShareOneSystemPromptAndHaveTheirTurns) {
+  SyntheticSessionOptions o;
+  o.num_sessions = 3;
+  o.turns = 4;
+  o.new_tokens = 12;
+  o.output_len = 7;
+  o.system_prompt_len = 30;
+  o.think_time = parse_think_time("0.25", "t");
+  o.seed = 3;
+  auto sessions = synthetic_sessions(o);
+  ASSERT_EQ(sessions.size(), 3u);
+  for (const auto& s : sessions) {
+    EXPECT_EQ(s.system_prompt, sessions[0].system_prompt);
+    ASSERT_EQ(s.turns.size(), 4u);
+    EXPECT_EQ(s.turns[0].think_s, 0.0);  // the first turn is sent on arrival
+    for (size_t t = 0; t < s.turns.size(); ++t) {
+      EXPECT_EQ(s.turns[t].output_len, 7);
+      EXPECT_EQ(s.turns[t].new_tokens, 12);
+      EXPECT_EQ(std::count(s.turns[t].text.begin(), s.turns[t].text.end(), ' '), 11);  // 12 words
+      if (t) {
+        EXPECT_EQ(s.turns[t].think_s, 0.25);
+      }
+    }
+  }
+  EXPECT_EQ(std::count(sessions[0].system_prompt.begin(), sessions[0].system_prompt.end(), ' '), 29);
+  EXPECT_NE(sessions[0].turns[0].text, sessions[1].turns[0].text);
+}
+
+TEST(Sessions, EveryTurnSendsTheWholeHistoryWithTheRepliesAsTheyCame) {
+  std::vector<ChatMessage> h{{"system", "be brief"}, {"user", "hello there"}, {"assistant", " hi you"},
+                             {"user", "and now"}};
+  auto p = session_turn_prompt(h, 9);
+  // Completions: the previous prompt plus its reply is this prompt's prefix, byte for byte.
+  auto previous = session_turn_prompt({h[0], h[1]}, 9);
+  EXPECT_EQ(p.text.rfind(previous.text + " hi you", 0), 0u) << p.text;
+  EXPECT_EQ(p.text, "be brief\nhello there hi you\nand now");
+  RequestOptions chat;
+  chat.api = ApiKind::kChat;
+  auto body = nlohmann::json::parse(build_request_body(p, chat));
+  ASSERT_EQ(body["messages"].size(), 4u);
+  EXPECT_EQ(body["messages"][2]["role"], "assistant");
+  EXPECT_EQ(body["messages"][2]["content"], " hi you");
+  EXPECT_EQ(body["max_completion_tokens"], 9);
+  auto completion = nlohmann::json::parse(build_request_body(p, RequestOptions{}));
+  EXPECT_EQ(completion["prompt"], p.text);
+  EXPECT_EQ(completion["max_tokens"], 9);
+}
+
+TEST(Sessions, ShareGptConversationsKeepEveryUserTurn) {
+  auto p = write_temp("sessions.json", R"([
+  {"conversations": [{"from": "system", "value": "You are terse."},
+                     {"from": "human", "value": "first question here please"},
+                     {"from": "gpt", "value": "a reply that is forty characters long..."},
+                     {"from": "human", "value": "second question"},
+                     {"from": "gpt", "value": "short"},
+                     {"from": "human", "value": "third, with no reply recorded"}]},
+  {"conversations": [{"from": "gpt", "value": "a reply with no question"}]},
+  {"conversations": [{"from": "human", "value": "only turn"}, {"from": "gpt", "value": "ok then"}]}
+])");
+  ShareGptSessionOptions o;
+  auto read = sharegpt_sessions(p, o);
+  ASSERT_EQ(read.sessions.size(), 2u);
+  EXPECT_EQ(read.skipped_without_user_turn, 1u);
+  const auto& s = read.sessions[0];
+  EXPECT_EQ(s.system_prompt, "You are terse.");
+  ASSERT_EQ(s.turns.size(), 3u);
+  EXPECT_EQ(s.turns[1].text, "second question");
+  EXPECT_EQ(s.turns[0].output_len, 10);  // the recorded reply's chars/4
+  o.output_len = 4;                      // --output-len: every turn's max_tokens
+  o.max_turns = 2;
+  read = sharegpt_sessions(p, o);
+  ASSERT_EQ(read.sessions[0].turns.size(), 2u);
+  for (const auto& t : read.sessions[0].turns) EXPECT_EQ(t.output_len, 4);
+  auto none = write_temp("none.json", R"([{"conversations": [{"from": "gpt", "value": "x"}]}])");
+  auto e = error_of([&] { sharegpt_sessions(none, {}); });
+  EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(e.what()).find("none.json"), std::string::npos);
+}
+
+BenchmarkConfig flags_config(const BenchmarkFlags& f) {
+  BenchmarkConfig c;
+  c.endpoint = "http://127.0.0.1:1";
+  apply_flags(c, f, false);
+  return c;
+}
+
+TEST(WorkloadRegistry, AKnobTheWorkloadCannotHonourIsRefused) {
+  auto refused = [](BenchmarkFlags f, const std::string& needle) {
+    auto e = error_of([&] { validate(flags_config(f)); });
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  };
+  BenchmarkFlags f;
+  f.dataset = "sharegpt";
+  f.dataset_path = "x.json";
+  f.prefix_len = 64;  // used to be dropped silently for a file dataset
+  refused(f, "--prefix-len");
+  f.prefix_len.reset();
+  f.token_id_max = 4000;
+  refused(f, "--token-id-max");
+  BenchmarkFlags r;
+  r.turns = 3;
+  refused(r, "--turns");  // random prompts have no turns
+  BenchmarkFlags m;
+  m.dataset = "mooncake";
+  m.dataset_path = "t.jsonl";
+  m.request_rate = "5";
+  refused(m, "--request-rate");
+  m.request_rate.reset();
+  EXPECT_NO_THROW(validate(flags_config(m)));
+  BenchmarkFlags s;
+  s.dataset = "synthetic_sessions";
+  s.duration = 10;
+  refused(s, "--duration");
+  s.duration.reset();
+  s.trace_speedup = 2;
+  refused(s, "--trace-speedup");
+  BenchmarkFlags u;
+  u.dataset = "sessions";
+  refused(u, "synthetic_sessions");  // the names are listed
+}
+
+TEST(WorkloadRegistry, MagpiesLengthKnobsOnAFileDatasetAreWarnedAbout) {
+  BenchmarkFlags f;
+  f.dataset = "sharegpt";
+  f.dataset_path = "x.json";
+  f.input_len = "128";
+  f.range_ratio = "0.2";
+  auto c = flags_config(f);
+  auto warnings = check_workload_knobs(c.client, c.cases());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("ISL (--input-len) and RANDOM_RANGE_RATIO"), std::string::npos) << warnings[0];
+}
+
+TEST(WorkloadRegistry, SessionKeysFromYamlAndFlags) {
+  auto c = parse_benchmark_yaml(
+      "model: m\nclient:\n  dataset: synthetic_sessions\n  turns: 5\n  system_prompt_len: 100\n"
+      "  think_time: exp:0.5\n  session_header: X-Session-ID\n  session_concurrency: 3\n  num_sessions: 7\n",
+      "b.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty());
+  EXPECT_EQ(c.client.sessions.turns, 5);
+  EXPECT_EQ(c.client.sessions.system_prompt_len, 100);
+  EXPECT_EQ(c.client.sessions.think_time, "exp:0.5");
+  EXPECT_EQ(c.client.sessions.header, "X-Session-ID");
+  EXPECT_EQ(c.client.sessions.concurrency, 3);
+  EXPECT_EQ(c.client.sessions.num_sessions, 7);
+  auto w = c.cases().front();
+  w.input_len = 8;
+  w.output_len = 2;
+  auto workload = make_workload(c.client, w, 100);
+  EXPECT_EQ(workload.sessions.size(), 7u);  // num_sessions wins over the case's count
+  EXPECT_EQ(workload.planned_requests(), 35u);
+  auto e = error_of([] { parse_benchmark_yaml("model: m\nclient:\n  think_time: soon\n", "b.yaml"); });
+  EXPECT_NE(std::string(e.what()).find("b.yaml:3"), std::string::npos) << e.what();
+  BenchmarkFlags f;
+  f.think_time = "uniform:1";
+  EXPECT_EQ(error_of([&] { flags_config(f); }).kind(), ErrorKind::kUsage);
+}
+
+}  // namespace
+}  // namespace magpie::serve
