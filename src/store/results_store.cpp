@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include "core/error.hpp"
+#include "store/detail/postgres.hpp"
 #include "store/detail/sqlite.hpp"
 #include "store/run_environment.hpp"
 #include "store/workspace_import.hpp"
@@ -67,6 +69,51 @@ CREATE TABLE run_metadata (
 };
 static_assert(std::size(kMigrations) == ResultsStore::kSchemaVersion);
 
+// The same schema in PostgreSQL's dialect, version for version. Append, never edit.
+constexpr const char* kPostgresMigrations[] = {
+    // 0 → 1: runs and their metrics.
+    R"sql(
+CREATE TABLE runs (
+  id BIGSERIAL PRIMARY KEY,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL,
+  face TEXT NOT NULL DEFAULT 'cli',
+  command_line TEXT NOT NULL DEFAULT '',
+  config_hash TEXT NOT NULL DEFAULT '',
+  git_commit TEXT NOT NULL DEFAULT '',
+  gpu TEXT NOT NULL DEFAULT '',
+  workspace TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  pid BIGINT NOT NULL DEFAULT 0,
+  pid_start_ticks BIGINT,
+  host TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_workspace ON runs(workspace);
+CREATE INDEX runs_by_status ON runs(status);
+CREATE TABLE run_metrics (
+  run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (run_id, name)
+);
+)sql",
+    // 1 → 2: free-form facts about a run.
+    R"sql(
+CREATE TABLE run_metadata (
+  run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+)sql",
+};
+static_assert(std::size(kPostgresMigrations) == ResultsStore::kSchemaVersion);
+
+// LIMIT for "no limit" that both SQLite and PostgreSQL accept.
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+
 constexpr const char* kColumns =
     "id, kind, status, face, command_line, config_hash, git_commit, gpu, workspace, error, "
     "started_at, "
@@ -90,9 +137,26 @@ void migrate(Database& db) {
         fmt::format("results store has schema version {}, newer than this magpie knows ({})",
                     version, ResultsStore::kSchemaVersion),
         db.path().string(), std::nullopt,
-        "use a newer magpie, or point MAGPIE_RESULTS_DB at another file");
+        "use a newer magpie, or point MAGPIE_RESULTS_DB at another store");
   }
-  for (int v = version; v < ResultsStore::kSchemaVersion; ++v) db.exec(kMigrations[v]);
+  const auto& migrations = db.is_postgres() ? kPostgresMigrations : kMigrations;
+  for (int v = version; v < ResultsStore::kSchemaVersion; ++v) db.exec(migrations[v]);
+  // A store at this version must hold every table; say which one is gone
+  // here rather than fail on the first query that needs it.
+  for (const char* table : {"runs", "run_metrics", "run_metadata"}) {
+    auto q = db.prepare(db.is_postgres()
+                            ? "SELECT 1 WHERE to_regclass(?1) IS NOT NULL"
+                            : "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+    q.bind(1, std::string_view(table));
+    if (!q.step()) {
+      throw Error(ErrorKind::kNotFound,
+                  fmt::format("results store at schema version {} has no table {}", version, table),
+                  db.path().string(), std::nullopt,
+                  "restore the store from a backup, or point MAGPIE_RESULTS_DB at a new store "
+                  "(a new file, or an empty PostgreSQL database) and re-index workspaces with "
+                  "`magpie results import DIR`");
+    }
+  }
   if (!has_row) {
     db.prepare("INSERT INTO schema_version (version) VALUES (?1)")
         .bind(1, int64_t{ResultsStore::kSchemaVersion})
@@ -272,7 +336,8 @@ ResultsStore ResultsStore::open(const fs::path& path) {
                 "unset MAGPIE_RESULTS_DB to use ~/.magpie/results.db, or set it to a file path");
   }
   std::error_code ec;
-  if (path.has_parent_path() && !fs::is_directory(path.parent_path(), ec)) {
+  if (!detail::is_postgres_url(path.native()) && path.has_parent_path() &&
+      !fs::is_directory(path.parent_path(), ec)) {
     fs::create_directories(path.parent_path(), ec);
     if (ec) {
       throw Error(ErrorKind::kUnreadable,
@@ -414,7 +479,7 @@ void ResultsStore::update_workspace(int64_t id, const fs::path& workspace, const
 }
 
 std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
-  std::string where = "WHERE 1";
+  std::string where = "WHERE 1 = 1";
   std::vector<std::string> params;
   if (filter.kind) {
     params.emplace_back(to_string(*filter.kind));
@@ -426,7 +491,7 @@ std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
   }
   std::lock_guard lock(impl_->mutex);
   return impl_->query(where + " ORDER BY id DESC", params,
-                      filter.limit == 0 ? -1 : static_cast<int64_t>(filter.limit));
+                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit));
 }
 
 std::optional<RunRecord> ResultsStore::get(int64_t id) const {
