@@ -510,12 +510,36 @@ std::optional<RunRecord> ResultsStore::find_by_workspace(const fs::path& workspa
 }
 
 std::optional<int64_t> ResultsStore::insert_finished(const RunRecord& r, bool unless_indexed) {
+  return insert_unless(r, unless_indexed ? Skip::kWorkspaceIndexed : Skip::kNever);
+}
+
+size_t ResultsStore::copy_runs_from(const ResultsStore& source) {
+  auto runs = source.list({.limit = 0});
+  std::reverse(runs.begin(), runs.end());  // oldest first: new ids keep the order
+  size_t added = 0;
+  for (const auto& r : runs)
+    if (insert_unless(r, Skip::kSameRun)) ++added;
+  return added;
+}
+
+std::optional<int64_t> ResultsStore::insert_unless(const RunRecord& r, Skip skip) {
   std::lock_guard lock(impl_->mutex);
   auto& db = impl_->db;
   WriteTransaction tx(db);
-  if (unless_indexed) {
+  if (skip == Skip::kWorkspaceIndexed) {
     auto q = db.prepare("SELECT 1 FROM runs WHERE workspace = ?1 LIMIT 1");
     q.bind(1, normalize_workspace(r.workspace));
+    if (q.step()) return std::nullopt;
+  } else if (skip == Skip::kSameRun) {
+    auto q = db.prepare(
+        "SELECT 1 FROM runs WHERE kind = ?1 AND started_at = ?2 AND host = ?3 AND pid = ?4 AND "
+        "command_line = ?5 AND workspace = ?6 LIMIT 1");
+    q.bind(1, to_string(r.kind))
+        .bind(2, r.started_at)
+        .bind(3, r.host)
+        .bind(4, r.pid)
+        .bind(5, r.command_line)
+        .bind(6, normalize_workspace(r.workspace));
     if (q.step()) return std::nullopt;
   }
   auto ins = db.prepare(

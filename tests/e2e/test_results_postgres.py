@@ -167,3 +167,35 @@ def test_errors_name_the_url_and_the_fix(magpie, server):
     missing = run(magpie, "results", "list", url=url, check=False)
     assert missing.returncode == 3 and "has no table run_metadata" in missing.stderr, missing.stderr
     assert "restore the store from a backup" in missing.stderr and PASSWORD not in missing.stderr
+
+
+def test_export_and_import_between_sqlite_and_postgresql(magpie, server, tmp_path):
+    sqlite_store = tmp_path / "local" / "results.db"
+    run(magpie, "benchmark", "--trace-dir", REPO_ROOT / "examples" / "traces", "-o", tmp_path / "gap",
+        url=str(sqlite_store))
+    for i in range(3):
+        serving_workspace(tmp_path / "out" / f"benchmark_vllm_2026010{i + 1}_000000", 1.0 + i / 3, 10 + i)
+    run(magpie, "results", "import", tmp_path / "out", url=str(sqlite_store))
+    url = fresh_db(server, "shared")
+
+    def runs(store):
+        listed = json.loads(run(magpie, "results", "list", "--limit", "0", "--json", url=store).stdout)
+        return [{k: v for k, v in r.items() if k != "id"} for r in listed]
+
+    local = runs(str(sqlite_store))
+    assert len(local) == 4
+    out = run(magpie, "results", "export", "--to", url, url=str(sqlite_store)).stdout
+    assert "copied 4 runs" in out and PASSWORD not in out
+    assert runs(url) == local  # every field, metrics to the last bit, in the same order
+    assert "copied 0 runs" in run(magpie, "results", "export", "--to", url, url=str(sqlite_store)).stdout
+
+    # Metadata travels too (set here in the shared store, as a Ray job's facts would be).
+    psql(server, "INSERT INTO run_metadata (run_id, key, value) SELECT id, 'engine', 'vllm ' || id FROM runs",
+         db="shared")
+    shared = runs(url)
+    assert sorted(r["metadata"]["engine"] for r in shared) == ["vllm 1", "vllm 2", "vllm 3", "vllm 4"]
+    back = tmp_path / "back" / "results.db"
+    assert "copied 4 runs" in run(magpie, "results", "import", "--from", url, url=str(back)).stdout
+    assert runs(str(back)) == shared
+    assert "copied 0 runs" in run(magpie, "results", "import", "--from", url, url=str(back)).stdout
+    assert psql(server, "SELECT count(*) FROM runs", db="shared") == "4"

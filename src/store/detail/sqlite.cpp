@@ -175,6 +175,8 @@ void Database::rollback_quietly() noexcept {
   }
 }
 
+Statement::Statement(const Database& db, sqlite3_stmt* stmt) : db_(&db), stmt_(stmt) {}
+
 Statement::Statement(const Database& db, std::unique_ptr<PgStatement> pg)
     : db_(&db), pg_(std::move(pg)) {}
 

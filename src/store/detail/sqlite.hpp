@@ -58,7 +58,7 @@ class Database {
 
 class Statement {
  public:
-  Statement(const Database& db, sqlite3_stmt* stmt) : db_(&db), stmt_(stmt) {}
+  Statement(const Database& db, sqlite3_stmt* stmt);
   Statement(const Database& db, std::unique_ptr<PgStatement> pg);
   ~Statement();
   Statement(Statement&& o) noexcept;
