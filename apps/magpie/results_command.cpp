@@ -122,7 +122,8 @@ void ResultsCommand::register_with(CLI::App& app) {
       "See docs/RESULTS.md.");
   sub_->require_subcommand(1);
   sub_->add_option("--db", db_,
-                   "Results store file (default $MAGPIE_RESULTS_DB or ~/.magpie/results.db)");
+                   "Results store: a file or a postgresql:// URL (default $MAGPIE_RESULTS_DB or "
+                   "~/.magpie/results.db)");
 
   list_ = sub_->add_subcommand(
       "list", "Recorded runs, newest first.\nExample: magpie results list --status failed");

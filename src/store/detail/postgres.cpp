@@ -79,7 +79,12 @@ PgConnection::PgConnection(const std::string& url) : display_(redact_postgres_ur
                 display_, std::nullopt, kUrlHint);
   }
   PQconninfoFree(opts);
-  conn_ = PQconnectdb(url.c_str());
+  // A server that does not answer fails in 10 s rather than the system's TCP
+  // timeout (minutes), so a run that records itself is not held up; the URL's
+  // own connect_timeout, given after ours, wins.
+  const char* keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {"10", "magpie", url.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? first_line(PQerrorMessage(conn_)) : "out of memory";
     throw Error(ErrorKind::kUnreachable,
