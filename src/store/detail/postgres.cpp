@@ -1,6 +1,7 @@
 #include "store/detail/postgres.hpp"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 
 #include <cctype>
 

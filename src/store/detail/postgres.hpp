@@ -2,14 +2,17 @@
 // Thin RAII over libpq: the PostgreSQL side of detail::Database/Statement
 // (sqlite.hpp), so the results store runs the same SQL on either backend.
 // Statements are written with SQLite's ?N parameters; they become $N here.
-#include <libpq-fe.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+// libpq's handles (libpq-fe.h names them PGconn and PGresult), declared here
+// so that including this header needs no libpq headers.
+struct pg_conn;
+struct pg_result;
 
 namespace magpie::store::detail {
 
@@ -32,14 +35,14 @@ class PgConnection {
   int changes() const { return changes_; }
   int64_t last_insert_id();
   const std::string& display() const { return display_; }
-  PGconn* handle() const { return conn_; }
+  pg_conn* handle() const { return conn_; }
   // Throws the Error for a failed result (kNotFound for a missing table,
   // kUnreachable for a lost connection) and clears it.
-  [[noreturn]] void fail(PGresult* result, std::string_view what);
-  void set_changes(const PGresult* result);
+  [[noreturn]] void fail(pg_result* result, std::string_view what);
+  void set_changes(const pg_result* result);
 
  private:
-  PGconn* conn_ = nullptr;
+  pg_conn* conn_ = nullptr;
   std::string display_;
   int changes_ = 0;
 };
@@ -62,7 +65,7 @@ class PgStatement {
   std::string sql_;  // with $N parameters
   std::vector<std::optional<std::string>> params_;
   std::vector<unsigned> types_;
-  PGresult* result_ = nullptr;
+  pg_result* result_ = nullptr;
   int row_ = -1;
 };
 

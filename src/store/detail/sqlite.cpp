@@ -1,6 +1,7 @@
 #include "store/detail/sqlite.hpp"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <algorithm>
