@@ -277,22 +277,6 @@ struct ResultsStore::Impl {
   // this or other processes) have their own connections and meet in SQLite's locks.
   std::mutex mutex;
 
-  std::map<std::string, double> metrics_of(int64_t id) {
-    std::map<std::string, double> m;
-    auto q = db.prepare("SELECT name, value FROM run_metrics WHERE run_id = ?1");
-    q.bind(1, id);
-    while (q.step()) m[q.column_text(0)] = q.column_double(1);
-    return m;
-  }
-
-  std::map<std::string, std::string> metadata_of(int64_t id) {
-    std::map<std::string, std::string> m;
-    auto q = db.prepare("SELECT key, value FROM run_metadata WHERE run_id = ?1");
-    q.bind(1, id);
-    while (q.step()) m[q.column_text(0)] = q.column_text(1);
-    return m;
-  }
-
   std::vector<RunRecord> query(std::string_view where_and_order,
                                const std::vector<std::string>& text_params, int64_t limit) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
@@ -301,9 +285,23 @@ struct ResultsStore::Impl {
     q.bind(static_cast<int>(text_params.size() + 1), limit);
     std::vector<RunRecord> out;
     while (q.step()) out.push_back(read_row(q));
-    for (auto& r : out) {
-      r.metrics = metrics_of(r.id);
-      r.metadata = metadata_of(r.id);
+    // Metrics and metadata of many runs in a few queries, not two a run: on a
+    // PostgreSQL store across a network each query is a round trip.
+    constexpr size_t kIdsPerQuery = 500;
+    for (size_t begin = 0; begin < out.size(); begin += kIdsPerQuery) {
+      const size_t end = std::min(out.size(), begin + kIdsPerQuery);
+      std::map<int64_t, RunRecord*> by_id;
+      std::string ids;
+      for (size_t i = begin; i < end; ++i) {
+        by_id[out[i].id] = &out[i];
+        ids += fmt::format("{}{}", ids.empty() ? "" : ",", out[i].id);
+      }
+      auto m = db.prepare(
+          fmt::format("SELECT run_id, name, value FROM run_metrics WHERE run_id IN ({})", ids));
+      while (m.step()) by_id.at(m.column_int(0))->metrics[m.column_text(1)] = m.column_double(2);
+      auto d = db.prepare(
+          fmt::format("SELECT run_id, key, value FROM run_metadata WHERE run_id IN ({})", ids));
+      while (d.step()) by_id.at(d.column_int(0))->metadata[d.column_text(1)] = d.column_text(2);
     }
     return out;
   }
