@@ -1,9 +1,11 @@
 #pragma once
-// The results store: one SQLite file (WAL, busy timeout, versioned schema) that
-// records every analyze, compare, benchmark, gap analysis and TraceLens run, from
-// the CLI or the MCP server, so an agent can find, list and diff past runs.
+// The results store: one SQLite file (WAL, busy timeout, versioned schema), or
+// a PostgreSQL database shared by many hosts (same schema), that records every
+// analyze, compare, benchmark, gap analysis and TraceLens run, from the CLI or
+// the MCP server, so an agent can find, list and diff past runs.
 //
-// Default location ~/.magpie/results.db, or $MAGPIE_RESULTS_DB. Several
+// Default location ~/.magpie/results.db, or $MAGPIE_RESULTS_DB (a file path or
+// a postgresql:// URL; detail/sqlite.hpp and detail/postgres.hpp). Several
 // processes and threads may record at once: writes are short IMMEDIATE
 // transactions that wait on the busy timeout, never interleave. A run is a row
 // in kRunning from begin() until finish(); a process killed in between leaves
