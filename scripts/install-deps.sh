@@ -9,9 +9,10 @@ pkgs=(
   libfmt-dev libspdlog-dev
   libboost1.81-dev libboost-url1.81-dev
   libisal-dev zlib1g-dev libhyperscan-dev libre2-dev
-  libxlsxwriter-dev libsqlite3-dev
+  libxlsxwriter-dev libsqlite3-dev libpq-dev
   libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  postgresql-15  # server binaries for tests/e2e/test_results_postgres.py (skips without)
   python3 python3-venv python3-pip python3-pytest
   libjs-chart.js chromium
   docker.io

@@ -122,7 +122,8 @@ void ResultsCommand::register_with(CLI::App& app) {
       "See docs/RESULTS.md.");
   sub_->require_subcommand(1);
   sub_->add_option("--db", db_,
-                   "Results store file (default $MAGPIE_RESULTS_DB or ~/.magpie/results.db)");
+                   "Results store: a file or a postgresql:// URL (default $MAGPIE_RESULTS_DB or "
+                   "~/.magpie/results.db)");
 
   list_ = sub_->add_subcommand(
       "list", "Recorded runs, newest first.\nExample: magpie results list --status failed");
@@ -202,8 +203,25 @@ void ResultsCommand::register_with(CLI::App& app) {
                                  "Index workspaces already on disk (analyze_*, compare_*, "
                                  "benchmark_*, gap_analysis/, tracelens/)\n"
                                  "under DIR, or DIR itself; ones already indexed are "
-                                 "skipped.\nExample: magpie results import ./results");
-  import_->add_option("dir", import_dir_, "Directory holding workspaces (an -o/--output-dir)")
+                                 "skipped. With --from, copy the runs of another store (a file or a\n"
+                                 "postgresql:// URL) instead.\nExample: magpie results import ./results");
+  auto* import_dir =
+      import_->add_option("dir", import_dir_, "Directory holding workspaces (an -o/--output-dir)");
+  auto* import_from = import_->add_option(
+      "--from", import_from_,
+      "Copy the runs of another results store instead: a file or a postgresql:// URL "
+      "(runs already here are skipped)");
+  import_dir->excludes(import_from);
+  import_from->excludes(import_dir);
+  import_->require_option(1);
+
+  export_ = sub_->add_subcommand(
+      "export",
+      "Copy every run of this store (metrics and metadata included) into another store: a "
+      "SQLite file\n"
+      "or a postgresql:// URL. Runs already there are skipped, so it can be rerun.\n"
+      "Example: magpie results export --to postgresql://magpie@db.example/magpie_results");
+  export_->add_option("--to", export_to_, "The store to copy into (a file or a postgresql:// URL)")
       ->required();
 
   series_ = sub_->add_subcommand(
@@ -270,6 +288,8 @@ int ResultsCommand::run(bool /*verbose*/) {
   if (show_->parsed()) return run_show();
   if (diff_->parsed()) return run_diff();
   if (import_->parsed()) return run_import();
+  if (export_->parsed())
+    return run_copy(db_.empty() ? ResultsStore::default_path() : fs::path(db_), export_to_);
   if (series_->parsed()) return run_series();
   if (history_->parsed()) return run_history();
   if (check_->parsed()) return run_check();
@@ -482,7 +502,19 @@ int ResultsCommand::run_diff() {
   return fail_on_regression_ && regression ? 1 : 0;
 }
 
+int ResultsCommand::run_copy(const fs::path& from, const fs::path& to) {
+  auto source = ResultsStore::open(from);
+  auto dest = ResultsStore::open(to);
+  size_t added = dest.copy_runs_from(source);
+  std::cout << fmt::format("copied {} run{} from {} into {}\n", added, added == 1 ? "" : "s",
+                           source.path().string(), dest.path().string());
+  return 0;
+}
+
 int ResultsCommand::run_import() {
+  if (!import_from_.empty())
+    return run_copy(fs::path(import_from_),
+                    db_.empty() ? ResultsStore::default_path() : fs::path(db_));
   auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
   size_t added = db.import_workspaces(import_dir_);
   std::cout << fmt::format("imported {} workspace{} from {} into {}\n", added,

@@ -3,6 +3,7 @@
 // workspaces; the logic is in src/store.
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ class ResultsCommand {
   int run_show();
   int run_diff();
   int run_import();
+  int run_copy(const std::filesystem::path& from, const std::filesystem::path& to);
   int run_series();
   int run_history();
   int run_check();
@@ -28,6 +30,7 @@ class ResultsCommand {
   CLI::App* show_ = nullptr;
   CLI::App* diff_ = nullptr;
   CLI::App* import_ = nullptr;
+  CLI::App* export_ = nullptr;
   CLI::App* series_ = nullptr;
   CLI::App* history_ = nullptr;
   CLI::App* check_ = nullptr;
@@ -53,6 +56,8 @@ class ResultsCommand {
   bool aa_ = false;
   // import
   std::string import_dir_;
+  std::string import_from_;  // another store to copy runs from
+  std::string export_to_;    // another store to copy runs into
   // series, history, check
   std::string series_id_;
   std::vector<std::string> metrics_;

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include "core/error.hpp"
+#include "store/detail/postgres.hpp"
 #include "store/detail/sqlite.hpp"
 #include "store/run_environment.hpp"
 #include "store/workspace_import.hpp"
@@ -67,6 +69,51 @@ CREATE TABLE run_metadata (
 };
 static_assert(std::size(kMigrations) == ResultsStore::kSchemaVersion);
 
+// The same schema in PostgreSQL's dialect, version for version. Append, never edit.
+constexpr const char* kPostgresMigrations[] = {
+    // 0 → 1: runs and their metrics.
+    R"sql(
+CREATE TABLE runs (
+  id BIGSERIAL PRIMARY KEY,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL,
+  face TEXT NOT NULL DEFAULT 'cli',
+  command_line TEXT NOT NULL DEFAULT '',
+  config_hash TEXT NOT NULL DEFAULT '',
+  git_commit TEXT NOT NULL DEFAULT '',
+  gpu TEXT NOT NULL DEFAULT '',
+  workspace TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  pid BIGINT NOT NULL DEFAULT 0,
+  pid_start_ticks BIGINT,
+  host TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_workspace ON runs(workspace);
+CREATE INDEX runs_by_status ON runs(status);
+CREATE TABLE run_metrics (
+  run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (run_id, name)
+);
+)sql",
+    // 1 → 2: free-form facts about a run.
+    R"sql(
+CREATE TABLE run_metadata (
+  run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+)sql",
+};
+static_assert(std::size(kPostgresMigrations) == ResultsStore::kSchemaVersion);
+
+// LIMIT for "no limit" that both SQLite and PostgreSQL accept.
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+
 constexpr const char* kColumns =
     "id, kind, status, face, command_line, config_hash, git_commit, gpu, workspace, error, "
     "started_at, "
@@ -90,9 +137,26 @@ void migrate(Database& db) {
         fmt::format("results store has schema version {}, newer than this magpie knows ({})",
                     version, ResultsStore::kSchemaVersion),
         db.path().string(), std::nullopt,
-        "use a newer magpie, or point MAGPIE_RESULTS_DB at another file");
+        "use a newer magpie, or point MAGPIE_RESULTS_DB at another store");
   }
-  for (int v = version; v < ResultsStore::kSchemaVersion; ++v) db.exec(kMigrations[v]);
+  const auto& migrations = db.is_postgres() ? kPostgresMigrations : kMigrations;
+  for (int v = version; v < ResultsStore::kSchemaVersion; ++v) db.exec(migrations[v]);
+  // A store at this version must hold every table; say which one is gone
+  // here rather than fail on the first query that needs it.
+  for (const char* table : {"runs", "run_metrics", "run_metadata"}) {
+    auto q = db.prepare(db.is_postgres()
+                            ? "SELECT 1 WHERE to_regclass(?1) IS NOT NULL"
+                            : "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+    q.bind(1, std::string_view(table));
+    if (!q.step()) {
+      throw Error(ErrorKind::kNotFound,
+                  fmt::format("results store at schema version {} has no table {}", version, table),
+                  db.path().string(), std::nullopt,
+                  "restore the store from a backup, or point MAGPIE_RESULTS_DB at a new store "
+                  "(a new file, or an empty PostgreSQL database) and re-index workspaces with "
+                  "`magpie results import DIR`");
+    }
+  }
   if (!has_row) {
     db.prepare("INSERT INTO schema_version (version) VALUES (?1)")
         .bind(1, int64_t{ResultsStore::kSchemaVersion})
@@ -213,22 +277,6 @@ struct ResultsStore::Impl {
   // this or other processes) have their own connections and meet in SQLite's locks.
   std::mutex mutex;
 
-  std::map<std::string, double> metrics_of(int64_t id) {
-    std::map<std::string, double> m;
-    auto q = db.prepare("SELECT name, value FROM run_metrics WHERE run_id = ?1");
-    q.bind(1, id);
-    while (q.step()) m[q.column_text(0)] = q.column_double(1);
-    return m;
-  }
-
-  std::map<std::string, std::string> metadata_of(int64_t id) {
-    std::map<std::string, std::string> m;
-    auto q = db.prepare("SELECT key, value FROM run_metadata WHERE run_id = ?1");
-    q.bind(1, id);
-    while (q.step()) m[q.column_text(0)] = q.column_text(1);
-    return m;
-  }
-
   std::vector<RunRecord> query(std::string_view where_and_order,
                                const std::vector<std::string>& text_params, int64_t limit) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
@@ -237,9 +285,23 @@ struct ResultsStore::Impl {
     q.bind(static_cast<int>(text_params.size() + 1), limit);
     std::vector<RunRecord> out;
     while (q.step()) out.push_back(read_row(q));
-    for (auto& r : out) {
-      r.metrics = metrics_of(r.id);
-      r.metadata = metadata_of(r.id);
+    // Metrics and metadata of many runs in a few queries, not two a run: on a
+    // PostgreSQL store across a network each query is a round trip.
+    constexpr size_t kIdsPerQuery = 500;
+    for (size_t begin = 0; begin < out.size(); begin += kIdsPerQuery) {
+      const size_t end = std::min(out.size(), begin + kIdsPerQuery);
+      std::map<int64_t, RunRecord*> by_id;
+      std::string ids;
+      for (size_t i = begin; i < end; ++i) {
+        by_id[out[i].id] = &out[i];
+        ids += fmt::format("{}{}", ids.empty() ? "" : ",", out[i].id);
+      }
+      auto m = db.prepare(
+          fmt::format("SELECT run_id, name, value FROM run_metrics WHERE run_id IN ({})", ids));
+      while (m.step()) by_id.at(m.column_int(0))->metrics[m.column_text(1)] = m.column_double(2);
+      auto d = db.prepare(
+          fmt::format("SELECT run_id, key, value FROM run_metadata WHERE run_id IN ({})", ids));
+      while (d.step()) by_id.at(d.column_int(0))->metadata[d.column_text(1)] = d.column_text(2);
     }
     return out;
   }
@@ -272,7 +334,8 @@ ResultsStore ResultsStore::open(const fs::path& path) {
                 "unset MAGPIE_RESULTS_DB to use ~/.magpie/results.db, or set it to a file path");
   }
   std::error_code ec;
-  if (path.has_parent_path() && !fs::is_directory(path.parent_path(), ec)) {
+  if (!detail::is_postgres_url(path.native()) && path.has_parent_path() &&
+      !fs::is_directory(path.parent_path(), ec)) {
     fs::create_directories(path.parent_path(), ec);
     if (ec) {
       throw Error(ErrorKind::kUnreadable,
@@ -414,7 +477,7 @@ void ResultsStore::update_workspace(int64_t id, const fs::path& workspace, const
 }
 
 std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
-  std::string where = "WHERE 1";
+  std::string where = "WHERE 1 = 1";
   std::vector<std::string> params;
   if (filter.kind) {
     params.emplace_back(to_string(*filter.kind));
@@ -426,7 +489,7 @@ std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
   }
   std::lock_guard lock(impl_->mutex);
   return impl_->query(where + " ORDER BY id DESC", params,
-                      filter.limit == 0 ? -1 : static_cast<int64_t>(filter.limit));
+                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit));
 }
 
 std::optional<RunRecord> ResultsStore::get(int64_t id) const {
@@ -445,12 +508,36 @@ std::optional<RunRecord> ResultsStore::find_by_workspace(const fs::path& workspa
 }
 
 std::optional<int64_t> ResultsStore::insert_finished(const RunRecord& r, bool unless_indexed) {
+  return insert_unless(r, unless_indexed ? Skip::kWorkspaceIndexed : Skip::kNever);
+}
+
+size_t ResultsStore::copy_runs_from(const ResultsStore& source) {
+  auto runs = source.list({.limit = 0});
+  std::reverse(runs.begin(), runs.end());  // oldest first: new ids keep the order
+  size_t added = 0;
+  for (const auto& r : runs)
+    if (insert_unless(r, Skip::kSameRun)) ++added;
+  return added;
+}
+
+std::optional<int64_t> ResultsStore::insert_unless(const RunRecord& r, Skip skip) {
   std::lock_guard lock(impl_->mutex);
   auto& db = impl_->db;
   WriteTransaction tx(db);
-  if (unless_indexed) {
+  if (skip == Skip::kWorkspaceIndexed) {
     auto q = db.prepare("SELECT 1 FROM runs WHERE workspace = ?1 LIMIT 1");
     q.bind(1, normalize_workspace(r.workspace));
+    if (q.step()) return std::nullopt;
+  } else if (skip == Skip::kSameRun) {
+    auto q = db.prepare(
+        "SELECT 1 FROM runs WHERE kind = ?1 AND started_at = ?2 AND host = ?3 AND pid = ?4 AND "
+        "command_line = ?5 AND workspace = ?6 LIMIT 1");
+    q.bind(1, to_string(r.kind))
+        .bind(2, r.started_at)
+        .bind(3, r.host)
+        .bind(4, r.pid)
+        .bind(5, r.command_line)
+        .bind(6, normalize_workspace(r.workspace));
     if (q.step()) return std::nullopt;
   }
   auto ins = db.prepare(

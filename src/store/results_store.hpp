@@ -1,9 +1,11 @@
 #pragma once
-// The results store: one SQLite file (WAL, busy timeout, versioned schema) that
-// records every analyze, compare, benchmark, gap analysis and TraceLens run, from
-// the CLI or the MCP server, so an agent can find, list and diff past runs.
+// The results store: one SQLite file (WAL, busy timeout, versioned schema), or
+// a PostgreSQL database shared by many hosts (same schema), that records every
+// analyze, compare, benchmark, gap analysis and TraceLens run, from the CLI or
+// the MCP server, so an agent can find, list and diff past runs.
 //
-// Default location ~/.magpie/results.db, or $MAGPIE_RESULTS_DB. Several
+// Default location ~/.magpie/results.db, or $MAGPIE_RESULTS_DB (a file path or
+// a postgresql:// URL; detail/sqlite.hpp and detail/postgres.hpp). Several
 // processes and threads may record at once: writes are short IMMEDIATE
 // transactions that wait on the busy timeout, never interleave. A run is a row
 // in kRunning from begin() until finish(); a process killed in between leaves
@@ -107,6 +109,13 @@ class ResultsStore {
   // `unless_indexed`, atomically skips it (nullopt) when its workspace is known.
   std::optional<int64_t> insert_finished(const RunRecord& record, bool unless_indexed = false);
 
+  // Copies every run of `source` (another store: a file or a PostgreSQL URL)
+  // into this one, oldest first, with its metrics and metadata; runs get new
+  // ids here. A run already here (same kind, start time, host, pid, command
+  // line and workspace) is skipped, so an interrupted copy can simply be rerun.
+  // Each run is one transaction. Returns how many were added.
+  size_t copy_runs_from(const ResultsStore& source);
+
   // Adds (or replaces) metadata keys of a run. Throws Error(kNotFound) for an unknown id.
   void set_metadata(int64_t id, const std::map<std::string, std::string>& metadata);
 
@@ -117,7 +126,10 @@ class ResultsStore {
 
  private:
   struct Impl;
+  enum class Skip { kNever, kWorkspaceIndexed, kSameRun };
   explicit ResultsStore(std::unique_ptr<Impl> impl);
+  // Inserts `record` as it is, in one transaction that first checks `skip`.
+  std::optional<int64_t> insert_unless(const RunRecord& record, Skip skip);
   std::unique_ptr<Impl> impl_;
 };
 

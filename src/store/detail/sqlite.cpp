@@ -1,13 +1,17 @@
 #include "store/detail/sqlite.hpp"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "core/error.hpp"
+#include "store/detail/postgres.hpp"
 
 namespace magpie::store::detail {
 
@@ -58,6 +62,11 @@ std::string hint_for(int rc) {
 
 Database Database::open(const std::filesystem::path& path, int busy_timeout_ms) {
   Database d;
+  if (is_postgres_url(path.native())) {
+    d.pg_ = std::make_unique<PgConnection>(path.native());
+    d.path_ = d.pg_->display();
+    return d;
+  }
   d.path_ = path;
   int rc =
       sqlite3_open_v2(path.c_str(), &d.db_,
@@ -117,7 +126,8 @@ Database::~Database() {
   if (db_) sqlite3_close_v2(db_);
 }
 
-Database::Database(Database&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) {
+Database::Database(Database&& o) noexcept
+    : db_(o.db_), pg_(std::move(o.pg_)), path_(std::move(o.path_)) {
   o.db_ = nullptr;
 }
 
@@ -125,6 +135,7 @@ Database& Database::operator=(Database&& o) noexcept {
   if (this != &o) {
     if (db_) sqlite3_close_v2(db_);
     db_ = o.db_;
+    pg_ = std::move(o.pg_);
     path_ = std::move(o.path_);
     o.db_ = nullptr;
   }
@@ -138,26 +149,55 @@ void Database::fail(int rc, std::string_view what) const {
 }
 
 void Database::exec(std::string_view sql) {
+  if (pg_) return pg_->exec(sql);
   std::string text(sql);
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) fail(rc, fmt::format("run `{}`", text.substr(0, 60)));
 }
 
 Statement Database::prepare(std::string_view sql) {
+  if (pg_) return Statement(*this, std::make_unique<PgStatement>(*pg_, sql));
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) fail(rc, fmt::format("prepare `{}`", sql.substr(0, 60)));
   return Statement(*this, stmt);
 }
 
-int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
-int Database::changes() const { return sqlite3_changes(db_); }
+int64_t Database::last_insert_id() const {
+  return pg_ ? pg_->last_insert_id() : sqlite3_last_insert_rowid(db_);
+}
+int Database::changes() const { return pg_ ? pg_->changes() : sqlite3_changes(db_); }
+
+void Database::rollback_quietly() noexcept {
+  if (pg_) {
+    PQclear(PQexec(pg_->handle(), "ROLLBACK"));
+  } else if (db_) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+Statement::Statement(const Database& db, sqlite3_stmt* stmt) : db_(&db), stmt_(stmt) {}
+
+Statement::Statement(const Database& db, std::unique_ptr<PgStatement> pg)
+    : db_(&db), pg_(std::move(pg)) {}
+
+Statement::Statement(Statement&& o) noexcept
+    : db_(o.db_), stmt_(o.stmt_), pg_(std::move(o.pg_)) {
+  o.stmt_ = nullptr;
+}
 
 Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);
 }
 
+// PostgreSQL type OIDs for the bound values (pg_type.h): text, int8, float8.
+constexpr unsigned kPgText = 25, kPgInt8 = 20, kPgFloat8 = 701;
+
 Statement& Statement::bind(int index, std::string_view text) {
+  if (pg_) {
+    pg_->bind(index, std::string(text), kPgText);
+    return *this;
+  }
   int rc =
       sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
@@ -165,18 +205,27 @@ Statement& Statement::bind(int index, std::string_view text) {
 }
 
 Statement& Statement::bind(int index, int64_t value) {
+  if (pg_) {
+    pg_->bind(index, std::to_string(value), kPgInt8);
+    return *this;
+  }
   int rc = sqlite3_bind_int64(stmt_, index, value);
   if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
   return *this;
 }
 
 Statement& Statement::bind(int index, double value) {
+  if (pg_) {
+    pg_->bind(index, fmt::format("{}", value), kPgFloat8);  // shortest text that reads back exact
+    return *this;
+  }
   int rc = sqlite3_bind_double(stmt_, index, value);
   if (rc != SQLITE_OK) db_->fail(rc, "bind a value");
   return *this;
 }
 
 bool Statement::step() {
+  if (pg_) return pg_->step();
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -184,27 +233,51 @@ bool Statement::step() {
 }
 
 void Statement::reset() {
+  if (pg_) return pg_->reset();
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
 
-int64_t Statement::column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+int64_t Statement::column_int(int col) const {
+  if (pg_) return std::strtoll(pg_->column_text(col).c_str(), nullptr, 10);
+  return sqlite3_column_int64(stmt_, col);
+}
+double Statement::column_double(int col) const {
+  if (pg_) return std::strtod(pg_->column_text(col).c_str(), nullptr);
+  return sqlite3_column_double(stmt_, col);
+}
 bool Statement::column_is_null(int col) const {
+  if (pg_) return pg_->column_is_null(col);
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }
 
 std::string Statement::column_text(int col) const {
+  if (pg_) return pg_->column_text(col);
   const auto* p = sqlite3_column_text(stmt_, col);
   if (!p) return {};
   return std::string(reinterpret_cast<const char*>(p),
                      static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
-WriteTransaction::WriteTransaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+// Any fixed key works; all Magpie writers to one database take the same one.
+constexpr int64_t kPgWriteLock = 0x4d61677069650001;  // "Magpie" 1
+
+WriteTransaction::WriteTransaction(Database& db) : db_(db) {
+  if (!db_.is_postgres()) {
+    db_.exec("BEGIN IMMEDIATE");
+    return;
+  }
+  db_.exec("BEGIN");
+  try {
+    db_.exec(fmt::format("SELECT pg_advisory_xact_lock({})", kPgWriteLock));
+  } catch (...) {
+    db_.rollback_quietly();
+    throw;
+  }
+}
 
 WriteTransaction::~WriteTransaction() {
-  if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!done_) db_.rollback_quietly();
 }
 
 void WriteTransaction::commit() {
