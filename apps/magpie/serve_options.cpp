@@ -66,7 +66,9 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--duration", duration_, "Send for this many seconds instead of --num-prompts", ours);
   add(sub, "--warmups", warmups_, "Warm-up requests (default 2×concurrency)", ours);
   add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
-  add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt", ours);
+  add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt (with --prefix-pool: each pool prefix's length)", ours);
+  add(sub, "--prefix-pool", prefix_pool_, "A pool of N shared prefixes of --prefix-len tokens", ours);
+  add(sub, "--prefix-reuse", prefix_reuse_, "Fraction of requests that start with a pool prefix (default 1)", ours);
   add(sub, "--token-id-max", token_id_max_,
       "Random prompt ids below this (keep under the vocab size)", ours);
   add(sub, "--dataset", dataset_,
@@ -159,6 +161,8 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   d(ready_timeout_, f.ready_timeout);
   i(warmups_, f.warmups);
   i(prefix_len_, f.prefix_len);
+  i(prefix_pool_, f.prefix_pool);
+  d(prefix_reuse_, f.prefix_reuse);
   i(token_id_max_, f.token_id_max);
   i(profile_num_prompts_, f.profile_num_prompts);
   i(turns_, f.turns);

@@ -524,6 +524,12 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     o.duration_s = v.number(cl, p, "duration_s", 0, NumberKind::kNonNegative);
     o.seed = static_cast<uint64_t>(v.integer(cl, p, "seed", 0, NumberKind::kNonNegativeInt));
     o.prefix_len = v.integer(cl, p, "prefix_len", 0, NumberKind::kNonNegativeInt);
+    o.prefix_pool = v.integer(cl, p, "prefix_pool", 0, NumberKind::kNonNegativeInt);
+    if (Values::has(cl, "prefix_reuse")) {
+      o.prefix_reuse = v.number(cl, p, "prefix_reuse", 1.0, NumberKind::kNonNegative);
+      if (o.prefix_reuse > 1) v.fail(cl["prefix_reuse"], Values::join(p, "prefix_reuse"), "a fraction in [0, 1]");
+      o.prefix_reuse_given = true;
+    }
     if (Values::has(cl, "token_id_max")) {
       o.token_id_max =
           static_cast<int32_t>(v.integer(cl, p, "token_id_max", o.token_id_max, NumberKind::kTokenId));
@@ -673,6 +679,14 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.duration) o.duration_s = *f.duration;
   if (f.seed) o.seed = *f.seed;
   if (f.prefix_len) o.prefix_len = *f.prefix_len;
+  if (f.prefix_pool) o.prefix_pool = *f.prefix_pool;
+  if (f.prefix_reuse) {
+    if (!(*f.prefix_reuse >= 0 && *f.prefix_reuse <= 1))
+      throw config_value_error({"--prefix-reuse"}, "prefix_reuse", "a fraction in [0, 1]",
+                               fmt::format("{}", *f.prefix_reuse));
+    o.prefix_reuse = *f.prefix_reuse;
+    o.prefix_reuse_given = true;
+  }
   if (f.token_id_max) {
     if (!parse_number(std::to_string(*f.token_id_max), NumberKind::kTokenId))
       throw config_value_error({"--token-id-max"}, "token_id_max", describe(NumberKind::kTokenId),

@@ -40,6 +40,9 @@ struct ClientOptions {
   int32_t token_id_min = 100, token_id_max = 30000;
   bool token_id_max_given = false;  // the user's bound: refused, not lowered, above the vocab
   int64_t prefix_len = 0;
+  int64_t prefix_pool = 0;    // > 0: a pool of this many prefixes of prefix_len tokens
+  double prefix_reuse = 1.0;  // the fraction of requests that start with a pool prefix
+  bool prefix_reuse_given = false;
   double request_timeout_s = 600;
   bool continuous_usage = false;
   bool ignore_eos = true;
@@ -149,7 +152,8 @@ struct BenchmarkFlags {
   std::optional<bool> torch_profiler, system_profiler, engine_gpu;
   std::optional<double> timeout, burstiness, duration, slo_ttft_ms, slo_tpot_ms, slo_e2el_ms,
       request_timeout, ready_timeout;
-  std::optional<int64_t> warmups, prefix_len, token_id_max, profile_num_prompts;
+  std::optional<int64_t> warmups, prefix_len, prefix_pool, token_id_max, profile_num_prompts;
+  std::optional<double> prefix_reuse;
   // Sessions and recorded traffic.
   std::optional<int64_t> turns, system_prompt_len, session_concurrency, num_sessions;
   std::optional<std::string> think_time, session_header;
