@@ -537,6 +537,14 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     }
     o.request_timeout_s = v.number(cl, p, "request_timeout_s", o.request_timeout_s, NumberKind::kPositive);
     o.served_model_name = v.text(cl, p, "served_model_name", "");
+    if (Values::has(cl, "slo")) {
+      auto slo_text = v.text(cl, p, "slo", "");
+      try {
+        o.slo_terms = parse_slo(slo_text, Values::join(p, "slo"));
+      } catch (const Error&) {
+        v.fail(cl["slo"], Values::join(p, "slo"), "terms like \"ttft_p99<=2s,tpot_p50<=50ms\" (METRIC ttft|tpot|itl|e2el, STAT pNN|median|mean, LIMIT with ms, s or us)");
+      }
+    }
     if (Values::has(cl, "slo_ttft_ms")) o.slo.ttft_ms = v.number(cl, p, "slo_ttft_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_tpot_ms")) o.slo.tpot_ms = v.number(cl, p, "slo_tpot_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_e2el_ms")) o.slo.e2el_ms = v.number(cl, p, "slo_e2el_ms", 0, NumberKind::kPositive);
@@ -700,6 +708,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.dataset) o.dataset = *f.dataset;
   if (f.dataset_path) o.dataset_path = *f.dataset_path;
   if (f.api) o.api = *f.api == "chat" ? ApiKind::kChat : ApiKind::kCompletions;
+  if (f.slo) o.slo_terms = parse_slo(*f.slo, "--slo");
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;

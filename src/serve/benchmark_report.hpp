@@ -18,6 +18,7 @@
 #include "serve/gpu_names.hpp"
 #include "serve/model_files.hpp"
 #include "serve/prometheus_scrape.hpp"
+#include "serve/slo.hpp"
 #include "serve/workload.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
@@ -85,6 +86,7 @@ struct CaseReport {
   size_t not_sent = 0;
   ClientOverhead client;
   std::optional<PrefixCacheReport> prefix_cache;
+  std::optional<SloResult> slo;  // --slo given: each term's value and whether the case met them
   std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
   std::filesystem::path requests_path;    // requests.jsonl
 };

@@ -109,6 +109,12 @@ json case_json(const CaseReport& c) {
     if (!pc->note.empty()) p["note"] = pc->note;
     j["prefix_cache"] = std::move(p);
   }
+  if (const auto& slo = c.slo) {
+    json terms = json::array();
+    for (const auto& ch : slo->checks)
+      terms.push_back({{"term", ch.term.text}, {"limit_ms", ch.term.limit_ms}, {"value_ms", ch.value_ms}, {"met", ch.met}});
+    j["slo"] = {{"met", slo->met}, {"terms", std::move(terms)}};
+  }
   return j;
 }
 
@@ -314,6 +320,15 @@ std::string summary_text(const BenchmarkReport& r) {
                          percentile_or_zero(*stats, 99));
     out += fmt::format("  Send lateness vs schedule (p50/p99): {:.3f} ms / {:.3f} ms\n",
                        percentile_or_zero(m.send_lateness, 50), percentile_or_zero(m.send_lateness, 99));
+    for (const auto& c : r.cases)
+      if (c.slo) {
+        std::string terms;
+        for (const auto& ch : c.slo->checks)
+          terms += fmt::format("{}{} {:.2f} ms {}", terms.empty() ? "" : ", ", ch.term.text, ch.value_ms,
+                               ch.met ? "ok" : "MISSED");
+        out += fmt::format("SLO {} {}: {} (goodput {:.2f} req/s)\n", c.label, c.slo->met ? "met" : "NOT met",
+                           terms, c.metrics.request_goodput);
+      }
     if (const auto& pc = r.cases.front().prefix_cache) {
       out += fmt::format("\nPrefix pool: {} prefixes of {} tokens on {} of {} requests (target reuse {:.2f})\n",
                          pc->plan.pool, pc->plan.prefix_len, pc->plan.reusing, pc->plan.requests,

@@ -464,7 +464,11 @@ class CaseRunner {
     mi.records = &result.records;
     mi.duration_s = result.duration_s;
     mi.percentiles = c_.client.percentiles;
+    for (double q : slo_percentiles(c_.client.slo_terms))
+      if (std::find(mi.percentiles.begin(), mi.percentiles.end(), q) == mi.percentiles.end()) mi.percentiles.push_back(q);
     mi.slo = c_.client.slo;
+    // Without per-request limits of its own, goodput counts the requests within the SLOs' limits.
+    if (!mi.slo.any()) mi.slo = slo_goodput_limits(c_.client.slo_terms);
     mi.peak_concurrency = result.peak_concurrency;
 
     CaseReport cr;
@@ -481,6 +485,7 @@ class CaseRunner {
     cr.client.read_to_record = metric_stats(result.record_lag_s, {50, 99});
     cr.client.connections_opened = result.connections_opened;
     if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, endpoint);
+    if (!c_.client.slo_terms.empty()) cr.slo = evaluate_slo(c_.client.slo_terms, cr.metrics);
     cr.raw_result_path = case_dir / "benchmark_serving_result.json";
     cr.requests_path = case_dir / "requests.jsonl";
     write_raw_result(cr, result.records, w, model_field);

@@ -432,6 +432,26 @@ def test_client_flags_shape_the_load(magpie, tmp_path, stub):
     assert report["throughput"]["completed_requests"] > 20, report["throughput"]
 
 
+def test_slo_terms_are_checked_per_case_and_a_bad_string_is_exit_2(magpie, tmp_path, stub):
+    """The stub's first token takes 20 ms and each next one 5 ms: a 2 s TTFT p99
+    holds and a 1 ms TPOT median cannot; goodput counts requests within the limits."""
+    url = f"http://127.0.0.1:{stub}"
+    proc, report, ws = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--num-prompts", "4",
+                                    "--slo", "ttft_p99<=2s,tpot_p50<=1ms"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    slo = report["cases"][0]["slo"]
+    assert [(t["term"], t["met"]) for t in slo["terms"]] == [("ttft_p99<=2s", True), ("tpot_p50<=1ms", False)], slo
+    assert slo["terms"][0]["limit_ms"] == 2000 and 20 <= slo["terms"][0]["value_ms"] < 2000, slo
+    assert slo["met"] is False and report["throughput"]["request_goodput"] == 0
+    assert "SLO CONC2_ISL8_OSL4 NOT met: ttft_p99<=2s" in (ws / "summary.txt").read_text()
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--num-prompts", "4",
+                                   "--slo", "ttft_p99<=2s,tpot_p50<=1s"], tmp_path / "met")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["cases"][0]["slo"]["met"] is True and report["throughput"]["request_goodput"] > 0
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--slo", "ttft_p99<2s"], tmp_path / "bad")
+    assert proc.returncode == 2 and report is None, proc.stdout + proc.stderr
+    assert "--slo: 'ttft_p99<2s' has no '<='" in proc.stderr, proc.stderr
+
 # --- the public Magpie tool's names (issue #31 item 5) ------------------------------
 
 def test_public_client_only_example_runs_against_benchmark_base_url(magpie, tmp_path, stub):
