@@ -66,7 +66,10 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--duration", duration_, "Send for this many seconds instead of --num-prompts", ours);
   add(sub, "--warmups", warmups_, "Warm-up requests (default 2×concurrency)", ours);
   add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
-  add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt", ours);
+  add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt (with --prefix-pool: each pool prefix's length)", ours);
+  add(sub, "--slo", slo_, "SLOs each case is checked against: \"ttft_p99<=2s,tpot_p50<=50ms\"", ours);
+  add(sub, "--prefix-pool", prefix_pool_, "A pool of N shared prefixes of --prefix-len tokens", ours);
+  add(sub, "--prefix-reuse", prefix_reuse_, "Fraction of requests that start with a pool prefix (default 1)", ours);
   add(sub, "--token-id-max", token_id_max_,
       "Random prompt ids below this (keep under the vocab size)", ours);
   add(sub, "--dataset", dataset_,
@@ -159,6 +162,8 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   d(ready_timeout_, f.ready_timeout);
   i(warmups_, f.warmups);
   i(prefix_len_, f.prefix_len);
+  i(prefix_pool_, f.prefix_pool);
+  d(prefix_reuse_, f.prefix_reuse);
   i(token_id_max_, f.token_id_max);
   i(profile_num_prompts_, f.profile_num_prompts);
   i(turns_, f.turns);
@@ -166,6 +171,7 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   i(session_concurrency_, f.session_concurrency);
   i(num_sessions_, f.num_sessions);
   s(think_time_, f.think_time);
+  s(slo_, f.slo);
   s(session_header_, f.session_header);
   d(trace_speedup_, f.trace_speedup);
   if (given(&seed_)) f.seed = seed_;

@@ -34,10 +34,10 @@ class ServeOptions {
       range_ratio_, max_model_len_, served_model_name_, engine_executable_;
   double timeout_ = 0, burstiness_ = 1, duration_ = 0, slo_ttft_ = 0, slo_tpot_ = 0, slo_e2el_ = 0,
          request_timeout_ = 0, ready_timeout_ = 0;
-  int64_t warmups_ = 0, prefix_len_ = 0, token_id_max_ = 0, profile_num_prompts_ = 0;
+  int64_t warmups_ = 0, prefix_len_ = 0, prefix_pool_ = 0, token_id_max_ = 0, profile_num_prompts_ = 0;
   int64_t turns_ = 0, system_prompt_len_ = 0, session_concurrency_ = 0, num_sessions_ = 0;
-  std::string think_time_, session_header_;
-  double trace_speedup_ = 1;
+  std::string think_time_, session_header_, slo_;
+  double trace_speedup_ = 1, prefix_reuse_ = 1;
   uint64_t seed_ = 0;
   bool torch_profiler_ = false, system_profiler_ = false, cpu_engine_ = false;
   bool strict_ = false;

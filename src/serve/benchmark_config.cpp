@@ -524,6 +524,12 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     o.duration_s = v.number(cl, p, "duration_s", 0, NumberKind::kNonNegative);
     o.seed = static_cast<uint64_t>(v.integer(cl, p, "seed", 0, NumberKind::kNonNegativeInt));
     o.prefix_len = v.integer(cl, p, "prefix_len", 0, NumberKind::kNonNegativeInt);
+    o.prefix_pool = v.integer(cl, p, "prefix_pool", 0, NumberKind::kNonNegativeInt);
+    if (Values::has(cl, "prefix_reuse")) {
+      o.prefix_reuse = v.number(cl, p, "prefix_reuse", 1.0, NumberKind::kNonNegative);
+      if (o.prefix_reuse > 1) v.fail(cl["prefix_reuse"], Values::join(p, "prefix_reuse"), "a fraction in [0, 1]");
+      o.prefix_reuse_given = true;
+    }
     if (Values::has(cl, "token_id_max")) {
       o.token_id_max =
           static_cast<int32_t>(v.integer(cl, p, "token_id_max", o.token_id_max, NumberKind::kTokenId));
@@ -531,6 +537,14 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     }
     o.request_timeout_s = v.number(cl, p, "request_timeout_s", o.request_timeout_s, NumberKind::kPositive);
     o.served_model_name = v.text(cl, p, "served_model_name", "");
+    if (Values::has(cl, "slo")) {
+      auto slo_text = v.text(cl, p, "slo", "");
+      try {
+        o.slo_terms = parse_slo(slo_text, Values::join(p, "slo"));
+      } catch (const Error&) {
+        v.fail(cl["slo"], Values::join(p, "slo"), "terms like \"ttft_p99<=2s,tpot_p50<=50ms\" (METRIC ttft|tpot|itl|e2el, STAT pNN|median|mean, LIMIT with ms, s or us)");
+      }
+    }
     if (Values::has(cl, "slo_ttft_ms")) o.slo.ttft_ms = v.number(cl, p, "slo_ttft_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_tpot_ms")) o.slo.tpot_ms = v.number(cl, p, "slo_tpot_ms", 0, NumberKind::kPositive);
     if (Values::has(cl, "slo_e2el_ms")) o.slo.e2el_ms = v.number(cl, p, "slo_e2el_ms", 0, NumberKind::kPositive);
@@ -673,6 +687,14 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.duration) o.duration_s = *f.duration;
   if (f.seed) o.seed = *f.seed;
   if (f.prefix_len) o.prefix_len = *f.prefix_len;
+  if (f.prefix_pool) o.prefix_pool = *f.prefix_pool;
+  if (f.prefix_reuse) {
+    if (!(*f.prefix_reuse >= 0 && *f.prefix_reuse <= 1))
+      throw config_value_error({"--prefix-reuse"}, "prefix_reuse", "a fraction in [0, 1]",
+                               fmt::format("{}", *f.prefix_reuse));
+    o.prefix_reuse = *f.prefix_reuse;
+    o.prefix_reuse_given = true;
+  }
   if (f.token_id_max) {
     if (!parse_number(std::to_string(*f.token_id_max), NumberKind::kTokenId))
       throw config_value_error({"--token-id-max"}, "token_id_max", describe(NumberKind::kTokenId),
@@ -686,6 +708,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.dataset) o.dataset = *f.dataset;
   if (f.dataset_path) o.dataset_path = *f.dataset_path;
   if (f.api) o.api = *f.api == "chat" ? ApiKind::kChat : ApiKind::kCompletions;
+  if (f.slo) o.slo_terms = parse_slo(*f.slo, "--slo");
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;

@@ -13,6 +13,7 @@
 #include "analysis/step_annotation.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"
+#include "serve/slo.hpp"
 
 namespace magpie::serve {
 
@@ -35,11 +36,15 @@ struct ClientOptions {
   int64_t warmups = -1;   // -1 = Magpie's 2·CONC
   double duration_s = 0;  // > 0: time-bounded instead of NUM_PROMPTS
   GoodputSlo slo;
+  std::vector<SloTerm> slo_terms;  // --slo / client.slo: each case met them or not
   std::vector<double> percentiles{50, 90, 95, 99};
   uint64_t seed = 0;
   int32_t token_id_min = 100, token_id_max = 30000;
   bool token_id_max_given = false;  // the user's bound: refused, not lowered, above the vocab
   int64_t prefix_len = 0;
+  int64_t prefix_pool = 0;    // > 0: a pool of this many prefixes of prefix_len tokens
+  double prefix_reuse = 1.0;  // the fraction of requests that start with a pool prefix
+  bool prefix_reuse_given = false;
   double request_timeout_s = 600;
   bool continuous_usage = false;
   bool ignore_eos = true;
@@ -145,11 +150,12 @@ struct BenchmarkConfig {
 struct BenchmarkFlags {
   std::optional<std::string> framework, model, precision, run_mode, run_kind, docker_image,
       output_dir, endpoint, concurrency, input_len, output_len, tp, request_rate, num_prompts,
-      dataset, dataset_path, api, range_ratio, max_model_len, served_model_name, engine_executable;
+      dataset, dataset_path, api, range_ratio, max_model_len, served_model_name, engine_executable, slo;
   std::optional<bool> torch_profiler, system_profiler, engine_gpu;
   std::optional<double> timeout, burstiness, duration, slo_ttft_ms, slo_tpot_ms, slo_e2el_ms,
       request_timeout, ready_timeout;
-  std::optional<int64_t> warmups, prefix_len, token_id_max, profile_num_prompts;
+  std::optional<int64_t> warmups, prefix_len, prefix_pool, token_id_max, profile_num_prompts;
+  std::optional<double> prefix_reuse;
   // Sessions and recorded traffic.
   std::optional<int64_t> turns, system_prompt_len, session_concurrency, num_sessions;
   std::optional<std::string> think_time, session_header;

@@ -112,8 +112,9 @@ const Key& schema() {
        leaf("endpoint"),
        node("client",
             {leaf("api"), leaf("dataset"), leaf("dataset_path"), leaf("request_rate"), leaf("burstiness"),
-             leaf("warmups"), leaf("duration_s"), leaf("seed"), leaf("prefix_len"), leaf("token_id_max"),
-             leaf("request_timeout_s"), leaf("served_model_name"), leaf("slo_ttft_ms"), leaf("slo_tpot_ms"),
+             leaf("warmups"), leaf("duration_s"), leaf("seed"), leaf("prefix_len"), leaf("prefix_pool"), leaf("prefix_reuse"),
+             leaf("token_id_max"),
+             leaf("request_timeout_s"), leaf("served_model_name"), leaf("slo"), leaf("slo_ttft_ms"), leaf("slo_tpot_ms"),
              leaf("slo_e2el_ms"), leaf("turns"), leaf("system_prompt_len"), leaf("think_time"),
              leaf("session_header"), leaf("session_concurrency"), leaf("num_sessions"), leaf("trace_speedup")})});
   return root;

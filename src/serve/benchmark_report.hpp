@@ -18,6 +18,8 @@
 #include "serve/gpu_names.hpp"
 #include "serve/model_files.hpp"
 #include "serve/prometheus_scrape.hpp"
+#include "serve/slo.hpp"
+#include "serve/workload.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
 
@@ -64,6 +66,15 @@ struct ClientOverhead {
 };
 
 // One workload of the run (a sweep has several).
+// A prefix pool's target beside the hit rate the server's own counters show
+// over the case's measured requests (vLLM: prefix_cache_hits / prefix_cache_queries).
+struct PrefixCacheReport {
+  PrefixPlan plan;
+  std::optional<double> measured_hit_rate;  // unset: the server exposes no such counters
+  double queries = 0, hits = 0;             // tokens, the counters' deltas
+  std::string note;                         // why nothing was measured
+};
+
 struct CaseReport {
   std::string label;  // CONC32_ISL1024_OSL512
   int64_t concurrency = 0, input_len = 0, output_len = 0;
@@ -74,6 +85,8 @@ struct CaseReport {
   ServingMetrics metrics;
   size_t not_sent = 0;
   ClientOverhead client;
+  std::optional<PrefixCacheReport> prefix_cache;
+  std::optional<SloResult> slo;  // --slo given: each term's value and whether the case met them
   std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
   std::filesystem::path requests_path;    // requests.jsonl
 };

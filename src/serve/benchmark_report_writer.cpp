@@ -96,6 +96,25 @@ json case_json(const CaseReport& c) {
           {"raw_result_path", c.raw_result_path.string()},
           {"requests_path", c.requests_path.string()}};
   if (!turns.empty()) j["turns"] = std::move(turns);
+  if (const auto& pc = c.prefix_cache) {
+    json p{{"pool", pc->plan.pool},
+           {"prefix_len", pc->plan.prefix_len},
+           {"target_reuse", pc->plan.target_reuse},
+           {"requests", pc->plan.requests},
+           {"requests_with_pool_prefix", pc->plan.reusing},
+           {"expected_hit_rate", pc->plan.expected_hit_rate},
+           {"measured_hit_rate", pc->measured_hit_rate ? json(*pc->measured_hit_rate) : json(nullptr)},
+           {"queried_tokens", pc->queries},
+           {"hit_tokens", pc->hits}};
+    if (!pc->note.empty()) p["note"] = pc->note;
+    j["prefix_cache"] = std::move(p);
+  }
+  if (const auto& slo = c.slo) {
+    json terms = json::array();
+    for (const auto& ch : slo->checks)
+      terms.push_back({{"term", ch.term.text}, {"limit_ms", ch.term.limit_ms}, {"value_ms", ch.value_ms}, {"met", ch.met}});
+    j["slo"] = {{"met", slo->met}, {"terms", std::move(terms)}};
+  }
   return j;
 }
 
@@ -301,6 +320,22 @@ std::string summary_text(const BenchmarkReport& r) {
                          percentile_or_zero(*stats, 99));
     out += fmt::format("  Send lateness vs schedule (p50/p99): {:.3f} ms / {:.3f} ms\n",
                        percentile_or_zero(m.send_lateness, 50), percentile_or_zero(m.send_lateness, 99));
+    for (const auto& c : r.cases)
+      if (c.slo) {
+        std::string terms;
+        for (const auto& ch : c.slo->checks)
+          terms += fmt::format("{}{} {:.2f} ms {}", terms.empty() ? "" : ", ", ch.term.text, ch.value_ms,
+                               ch.met ? "ok" : "MISSED");
+        out += fmt::format("SLO {} {}: {} (goodput {:.2f} req/s)\n", c.label, c.slo->met ? "met" : "NOT met",
+                           terms, c.metrics.request_goodput);
+      }
+    if (const auto& pc = r.cases.front().prefix_cache) {
+      out += fmt::format("\nPrefix pool: {} prefixes of {} tokens on {} of {} requests (target reuse {:.2f})\n",
+                         pc->plan.pool, pc->plan.prefix_len, pc->plan.reusing, pc->plan.requests,
+                         pc->plan.target_reuse);
+      out += fmt::format("  Prefix cache hit rate: expected {:.3f}, measured {}\n", pc->plan.expected_hit_rate,
+                         pc->measured_hit_rate ? fmt::format("{:.3f}", *pc->measured_hit_rate) : "n/a (" + pc->note + ")");
+    }
     if (!m.by_turn.empty()) {
       out += "\nTTFT by turn (sessions):\n";
       for (const auto& t : m.by_turn)

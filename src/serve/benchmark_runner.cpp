@@ -305,7 +305,8 @@ ServerInfo server_info(const LaunchPlan& plan) {
 
 LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t n,
                          const Endpoint& endpoint, const std::string& model_field,
-                         const RunContext& ctx, const std::atomic<bool>* stop) {
+                         const RunContext& ctx, const std::atomic<bool>* stop,
+                         std::optional<PrefixPlan>* prefix = nullptr) {
   LoadOptions lo;
   lo.endpoint = endpoint;
   lo.request.api = c.client.api;
@@ -314,6 +315,7 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.request.continuous_usage = c.client.continuous_usage;
   Workload workload = make_workload(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
   lo.prompts = std::move(workload.prompts);
+  if (prefix) *prefix = workload.prefix;
   lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
   if (!workload.schedule_s.empty()) {
     lo.schedule_s = std::move(workload.schedule_s);
@@ -339,6 +341,30 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.progress = ctx.progress;
   lo.stop = stop;
   return lo;
+}
+
+// The prefix cache's hit rate over a case: vLLM's token counters, before and after.
+PrefixCacheReport measure_prefix_cache(const PrefixPlan& plan, const PrometheusScrape& before,
+                                       const Endpoint& endpoint) {
+  PrefixCacheReport r;
+  r.plan = plan;
+  auto after = scrape_metrics(endpoint);
+  if (!before.ok || !after.ok) {
+    r.note = "the server's /metrics could not be read: " + (before.ok ? after.error : before.error);
+    return r;
+  }
+  const char* queries = "vllm:prefix_cache_queries_total";
+  const char* hits = "vllm:prefix_cache_hits_total";
+  if (std::none_of(after.samples.begin(), after.samples.end(),
+                   [&](const auto& kv) { return kv.first.rfind(queries, 0) == 0; })) {
+    r.note = "the server exposes no prefix cache counters (vllm:prefix_cache_queries/hits)";
+    return r;
+  }
+  r.queries = metric_total(after.samples, queries) - metric_total(before.samples, queries);
+  r.hits = metric_total(after.samples, hits) - metric_total(before.samples, hits);
+  if (r.queries > 0) r.measured_hit_rate = r.hits / r.queries;
+  else r.note = "the server counted no prefix cache queries during the case";
+  return r;
 }
 
 // Everything after the server is ready: the cases, the profiled window and
@@ -384,7 +410,8 @@ class CaseRunner {
     size_t n = static_cast<size_t>(w.num_prompts);
     if (profile_this && c_.client.profile_num_prompts > 0)
       n = static_cast<size_t>(c_.client.profile_num_prompts);
-    LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag());
+    std::optional<PrefixPlan> prefix;
+    LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag(), &prefix);
     if (lo.num_prompts > 0) n = lo.num_prompts;  // a trace's length, or every turn of every session
     if (ctx_.on_progress) {
       lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned,
@@ -402,7 +429,10 @@ class CaseRunner {
     std::string profile_error;
     // After the warm-ups, just before the first measured send: the profiler's
     // POST first, so the GPU monitor's span does not include its wait.
+    PrometheusScrape prefix_before;
     lo.on_measure_start = [&] {
+      // After the warm-ups, so the hit rate is the measured requests' own.
+      if (prefix) prefix_before = scrape_metrics(endpoint);
       if (profile_this) profile_error = start_profile(endpoint);
       if (monitor_) monitor_->measuring_begin();
     };
@@ -434,7 +464,11 @@ class CaseRunner {
     mi.records = &result.records;
     mi.duration_s = result.duration_s;
     mi.percentiles = c_.client.percentiles;
+    for (double q : slo_percentiles(c_.client.slo_terms))
+      if (std::find(mi.percentiles.begin(), mi.percentiles.end(), q) == mi.percentiles.end()) mi.percentiles.push_back(q);
     mi.slo = c_.client.slo;
+    // Without per-request limits of its own, goodput counts the requests within the SLOs' limits.
+    if (!mi.slo.any()) mi.slo = slo_goodput_limits(c_.client.slo_terms);
     mi.peak_concurrency = result.peak_concurrency;
 
     CaseReport cr;
@@ -450,6 +484,8 @@ class CaseRunner {
     cr.not_sent = result.not_sent;
     cr.client.read_to_record = metric_stats(result.record_lag_s, {50, 99});
     cr.client.connections_opened = result.connections_opened;
+    if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, endpoint);
+    if (!c_.client.slo_terms.empty()) cr.slo = evaluate_slo(c_.client.slo_terms, cr.metrics);
     cr.raw_result_path = case_dir / "benchmark_serving_result.json";
     cr.requests_path = case_dir / "requests.jsonl";
     write_raw_result(cr, result.records, w, model_field);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -51,14 +52,28 @@ std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
   auto in_dist = lo_hi(o.input_len);
   auto out_dist = lo_hi(o.output_len);
   std::uniform_int_distribution<int32_t> id_dist(o.token_id_min, o.token_id_max - 1);
-  std::vector<int32_t> prefix(static_cast<size_t>(o.prefix_len));
-  for (auto& t : prefix) t = id_dist(rng);
+  // The pool is drawn first, so a single prefix (no pool) is the same tokens as it always was.
+  std::vector<std::vector<int32_t>> pool(static_cast<size_t>(std::max<int64_t>(1, o.prefix_pool)),
+                                         std::vector<int32_t>(static_cast<size_t>(o.prefix_len)));
+  for (auto& prefix : pool)
+    for (auto& t : prefix) t = id_dist(rng);
+  std::vector<int64_t> assignment(o.num_prompts, 0);
+  if (o.prefix_pool > 0) assignment = assign_pool_prefixes(o.num_prompts, o.prefix_pool, o.prefix_reuse, o.seed);
+  // Prefixes of a prompt's own come from a generator of their own, so the prompts'
+  // lengths and suffixes do not depend on the reuse.
+  std::mt19937_64 own_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
   std::vector<Prompt> prompts(o.num_prompts);
   int32_t span = o.token_id_max - o.token_id_min;
-  for (auto& p : prompts) {
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto& p = prompts[i];
     int64_t n = in_dist(rng);
-    p.token_ids = prefix;
-    p.token_ids.reserve(prefix.size() + static_cast<size_t>(n));
+    if (assignment[i] >= 0) {
+      p.token_ids = pool[static_cast<size_t>(assignment[i])];
+    } else {
+      p.token_ids.resize(static_cast<size_t>(o.prefix_len));
+      for (auto& t : p.token_ids) t = id_dist(own_rng);
+    }
+    p.token_ids.reserve(p.token_ids.size() + static_cast<size_t>(n));
     // Consecutive ids from a random offset, as vLLM does: cheap and never
     // repeats a short cycle that a prefix cache could exploit.
     int32_t offset = id_dist(rng) - o.token_id_min;
@@ -68,6 +83,33 @@ std::vector<Prompt> random_dataset(const RandomDatasetOptions& o) {
     p.output_len = out_dist(rng);
   }
   return prompts;
+}
+
+std::vector<int64_t> assign_pool_prefixes(size_t count, int64_t pool, double reuse, uint64_t seed) {
+  if (pool < 1) throw Error(ErrorKind::kUsage, fmt::format("prefix pool must hold at least 1 prefix, got {}", pool));
+  if (!(reuse >= 0 && reuse <= 1))
+    throw Error(ErrorKind::kUsage, fmt::format("prefix reuse must be in [0, 1], got {}", reuse));
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i) order[i] = i;
+  std::mt19937_64 rng(seed + 0x5bd1e995ULL);
+  std::shuffle(order.begin(), order.end(), rng);
+  auto reusing = static_cast<size_t>(std::llround(reuse * static_cast<double>(count)));
+  std::vector<int64_t> assignment(count, -1);
+  std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(reusing));
+  for (size_t k = 0; k < reusing; ++k) assignment[order[k]] = static_cast<int64_t>(k) % pool;
+  return assignment;
+}
+
+double expected_prefix_hit_rate(const std::vector<Prompt>& prompts, const std::vector<int64_t>& assignment,
+                                int64_t prefix_len, std::optional<size_t> warm) {
+  std::set<int64_t> seen;
+  if (warm && *warm < assignment.size() && assignment[*warm] >= 0) seen.insert(assignment[*warm]);
+  double hits = 0, tokens = 0;
+  for (size_t i = 0; i < prompts.size() && i < assignment.size(); ++i) {
+    tokens += static_cast<double>(prompts[i].prompt_len);
+    if (assignment[i] >= 0 && !seen.insert(assignment[i]).second) hits += static_cast<double>(prefix_len);
+  }
+  return tokens > 0 ? hits / tokens : 0.0;
 }
 
 std::vector<Prompt> sharegpt_dataset(const std::filesystem::path& path,

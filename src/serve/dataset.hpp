@@ -33,11 +33,28 @@ struct RandomDatasetOptions {
   int64_t input_len = 1024, output_len = 512;
   double range_ratio = 0.0;      // lengths uniform in [len·(1−r), len·(1+r)], as vLLM
   int64_t prefix_len = 0;        // shared prefix tokens prepended to every prompt
+  // A pool of `prefix_pool` prefixes of prefix_len tokens (0: one, on every prompt): the
+  // fraction `prefix_reuse` of prompts starts with one of them, the rest with prefix_len
+  // tokens of their own, so every prompt is as long whatever the reuse.
+  int64_t prefix_pool = 0;
+  double prefix_reuse = 1.0;
   int32_t token_id_min = 100;    // avoid special tokens at the bottom of most vocabularies
   int32_t token_id_max = 30000;  // exclusive; keep below the model's vocab size
   uint64_t seed = 0;
 };
 std::vector<Prompt> random_dataset(const RandomDatasetOptions& options);
+
+// Which pool prefix each of `count` prompts starts with (-1: a prefix of its own):
+// exactly round(reuse·count) prompts, picked by a shuffle seeded with `seed`, take the
+// pool's prefixes in turn, so each is used as evenly as the count allows.
+std::vector<int64_t> assign_pool_prefixes(size_t count, int64_t pool, double reuse, uint64_t seed);
+
+// The share of prompt tokens a prefix cache can serve when the prompts are sent one after
+// another in order: every use of a pool prefix after its first (a prompt `warm` sent
+// before them, e.g. the warm-up, counts as a first use). Exact when prefix_len is a
+// multiple of the server's cache block (vLLM: 16 on GPU, 128 on CPU).
+double expected_prefix_hit_rate(const std::vector<Prompt>& prompts, const std::vector<int64_t>& assignment,
+                                int64_t prefix_len, std::optional<size_t> warm);
 
 struct FileDatasetOptions {
   size_t num_prompts = 0;             // 0 = all

@@ -49,6 +49,16 @@ PrometheusSamples parse_prometheus_text(std::string_view text) {
   return out;
 }
 
+double metric_total(const PrometheusSamples& samples, std::string_view name) {
+  double total = 0;
+  for (auto it = samples.lower_bound(std::string(name)); it != samples.end(); ++it) {
+    std::string_view key = it->first;
+    if (key.substr(0, name.size()) != name) break;
+    if (key.size() == name.size() || key[name.size()] == '{') total += it->second;
+  }
+  return total;
+}
+
 PrometheusScrape scrape_metrics(const Endpoint& endpoint) {
   PrometheusScrape s;
   auto r = http_request(endpoint, "GET", endpoint.target("/metrics"), "", std::chrono::seconds(10));

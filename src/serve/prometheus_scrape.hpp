@@ -15,6 +15,9 @@ namespace magpie::serve {
 using PrometheusSamples = std::map<std::string, double>;
 PrometheusSamples parse_prometheus_text(std::string_view text);
 
+// The sum of a metric's samples over all its label sets ("name" and "name{...}").
+double metric_total(const PrometheusSamples& samples, std::string_view name);
+
 struct PrometheusScrape {
   bool ok = false;
   std::string error;

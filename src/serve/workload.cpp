@@ -19,10 +19,27 @@ Workload random_workload(const ClientOptions& o, const WorkloadCase& w, size_t c
   r.output_len = w.output_len;
   r.range_ratio = w.range_ratio;
   r.prefix_len = o.prefix_len;
+  r.prefix_pool = o.prefix_pool;
+  r.prefix_reuse = o.prefix_reuse;
   r.token_id_min = o.token_id_min;
   r.token_id_max = o.token_id_max;
   r.seed = o.seed;
-  return {random_dataset(r), {}, {}, {}};
+  Workload out;
+  out.prompts = random_dataset(r);
+  if (o.prefix_pool > 0) {
+    auto assignment = assign_pool_prefixes(count, o.prefix_pool, o.prefix_reuse, o.seed);
+    PrefixPlan plan;
+    plan.pool = o.prefix_pool;
+    plan.prefix_len = o.prefix_len;
+    plan.target_reuse = o.prefix_reuse;
+    plan.requests = count;
+    plan.reusing = static_cast<size_t>(std::count_if(assignment.begin(), assignment.end(), [](int64_t a) { return a >= 0; }));
+    // Warm-ups send the first prompt, so its prefix is cached before the measured requests.
+    plan.expected_hit_rate = expected_prefix_hit_rate(out.prompts, assignment, o.prefix_len,
+                                                      o.warmups != 0 ? std::optional<size_t>(0) : std::nullopt);
+    out.prefix = plan;
+  }
+  return out;
 }
 
 FileDatasetOptions file_options(const ClientOptions& o, const WorkloadCase& w, size_t count) {
@@ -181,6 +198,14 @@ std::vector<std::string> check_workload_knobs(const ClientOptions& o, const std:
   if (o.prefix_len > 0 && !k.uses_prefix_len)
     refuse("--prefix-len (client.prefix_len)",
            "drop it; for sessions, --system-prompt-len gives every session one shared prefix");
+  if (o.prefix_pool > 0 && !k.uses_prefix_len)
+    refuse("--prefix-pool (client.prefix_pool)", "use --dataset random");
+  if (o.prefix_pool > 0 && o.prefix_len < 1)
+    throw Error(ErrorKind::kUsage, "--prefix-pool (client.prefix_pool) needs --prefix-len, each prefix's length in tokens",
+                "", std::nullopt, "add --prefix-len 256 (a multiple of the server's cache block)");
+  if (o.prefix_reuse_given && o.prefix_pool < 1)
+    throw Error(ErrorKind::kUsage, "--prefix-reuse (client.prefix_reuse) needs --prefix-pool", "", std::nullopt,
+                "add --prefix-pool N: the reuse is the fraction of requests that start with one of N prefixes");
   if (o.token_id_max_given && !k.token_ids)
     refuse("--token-id-max (client.token_id_max)", "drop it: this dataset sends text");
   const auto& se = o.sessions;

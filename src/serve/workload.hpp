@@ -3,6 +3,7 @@
 // entry of the registry, which says what the workload is made of (prompts,
 // sessions, a fixed schedule) and which knobs shape it, so a knob given to a
 // workload it does not shape is refused or warned about, never dropped.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,21 @@
 
 namespace magpie::serve {
 
+// A random workload's prefix pool (--prefix-pool): what was asked and what the
+// assignment makes of it, reported beside the hit rate the server measured.
+struct PrefixPlan {
+  int64_t pool = 0, prefix_len = 0;
+  double target_reuse = 0;        // the fraction of requests asked to start with a pool prefix
+  size_t requests = 0, reusing = 0;  // prompts, and those that start with a pool prefix
+  double expected_hit_rate = 0;   // expected_prefix_hit_rate(): prompt tokens a cache can serve
+};
+
 struct Workload {
   std::vector<Prompt> prompts;      // single-turn requests (cycled); sessions: the warm-up prompt
   std::vector<Session> sessions;    // non-empty: a session workload
   std::vector<double> schedule_s;   // non-empty: prompts[i] is due at schedule_s[i] (recorded traffic)
   std::vector<std::string> notes;   // for the report's warnings
+  std::optional<PrefixPlan> prefix;
   size_t planned_requests() const;  // every turn of every session, or the prompts sent
 };
 

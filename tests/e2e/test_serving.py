@@ -3,7 +3,7 @@ PyPI serving a tiny Llama-architecture model generated here (random weights
 via --load-format dummy; nothing downloaded from a hub).
 
 Covers a clean run (--endpoint), multi-turn sessions served from vLLM's
-prefix cache, a sweep over two concurrencies and a
+prefix cache, a prefix pool's hit rate in vLLM's own counters, a sweep over two concurrencies and a
 profiled run (both with magpie launching the server itself), the server
 killed mid-run, and the overall timeout ending a run whose server magpie
 launched (its whole process group gone, the partial results kept). The comparison with `vllm bench serve` is in
@@ -143,6 +143,31 @@ def test_profiled_run_gap_analysis(magpie, tiny_model, tmp_path):
     assert any("cpu_op" in w for w in report["warnings"])
     assert report["throughput"]["completed_requests"] == 4
 
+
+def test_prefix_pool_reaches_its_hit_rate_in_vllms_own_counters(magpie, server, tmp_path):
+    """A pool of 4 prefixes of 256 tokens (two of vLLM CPU's 128-token blocks)
+    on 80% of 40 requests, sent one at a time: vLLM's prefix_cache_hits /
+    prefix_cache_queries over the measured requests is within 5 points of the
+    hit rate the assignment predicts (28 later uses · 256 of 40 · 288 tokens);
+    with reuse 0 every prefix is a request's own and the cache finds nothing."""
+    def run(reuse, seed, out):
+        proc, report, ws = run_magpie(magpie, ["--endpoint", server.url, "--input-len", "32", "--output-len", "2",
+                                               "--range-ratio", "0", "--token-id-max", "4000", "--seed", seed,
+                                               "--prefix-len", "256", "--prefix-pool", "4", "--prefix-reuse", reuse,
+                                               "--num-prompts", "40", "--concurrency", "1", "--warmups", "0"], out)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return report["cases"][0]["prefix_cache"], (ws / "summary.txt").read_text()
+
+    pc, summary = run("0.8", "11", tmp_path / "reuse")
+    assert pc["requests_with_pool_prefix"] == 32 and pc["target_reuse"] == 0.8, pc
+    assert pc["expected_hit_rate"] == pytest.approx(28 * 256 / (40 * 288)), pc
+    assert pc["queried_tokens"] >= 40 * 288, pc
+    assert abs(pc["measured_hit_rate"] - pc["expected_hit_rate"]) <= 0.05, pc
+    assert "Prefix cache hit rate: expected 0.622, measured" in summary, summary
+    # Another seed: the same one would resend the first run's prompts, which the server still holds.
+    pc, _ = run("0", "12", tmp_path / "none")
+    assert pc["requests_with_pool_prefix"] == 0 and pc["expected_hit_rate"] == 0, pc
+    assert pc["measured_hit_rate"] <= 0.05, pc
 
 def test_sessions_resend_a_history_the_prefix_cache_holds(magpie, server, tmp_path):
     """Multi-turn sessions with vLLM's prefix caching (on by default): every

@@ -432,6 +432,46 @@ def test_client_flags_shape_the_load(magpie, tmp_path, stub):
     assert report["throughput"]["completed_requests"] > 20, report["throughput"]
 
 
+def test_slo_terms_are_checked_per_case_and_a_bad_string_is_exit_2(magpie, tmp_path, stub):
+    """The stub's first token takes 20 ms and each next one 5 ms: a 2 s TTFT p99
+    holds and a 1 ms TPOT median cannot; goodput counts requests within the limits."""
+    url = f"http://127.0.0.1:{stub}"
+    proc, report, ws = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--num-prompts", "4",
+                                    "--slo", "ttft_p99<=2s,tpot_p50<=1ms"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    slo = report["cases"][0]["slo"]
+    assert [(t["term"], t["met"]) for t in slo["terms"]] == [("ttft_p99<=2s", True), ("tpot_p50<=1ms", False)], slo
+    assert slo["terms"][0]["limit_ms"] == 2000 and 20 <= slo["terms"][0]["value_ms"] < 2000, slo
+    assert slo["met"] is False and report["throughput"]["request_goodput"] == 0
+    assert "SLO CONC2_ISL8_OSL4 NOT met: ttft_p99<=2s" in (ws / "summary.txt").read_text()
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--num-prompts", "4",
+                                   "--slo", "ttft_p99<=2s,tpot_p50<=1s"], tmp_path / "met")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["cases"][0]["slo"]["met"] is True and report["throughput"]["request_goodput"] > 0
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *WORKLOAD, "--slo", "ttft_p99<2s"], tmp_path / "bad")
+    assert proc.returncode == 2 and report is None, proc.stdout + proc.stderr
+    assert "--slo: 'ttft_p99<2s' has no '<='" in proc.stderr, proc.stderr
+
+def test_slo_missed_once_requests_queue_for_the_stubs_slots(magpie, tmp_path, stub):
+    """The stub with one slot serves one request at a time (20 ms to the first
+    token, 3 more 5 ms apart: 35 ms each); three in flight queue behind each
+    other, so some TTFT is at least 20 + 2 * 35 = 90 ms by the stub's own
+    sleeps: a 60 ms TTFT p99 is missed. Without slots (the plain stub) it holds."""
+    proc_slots, port = start_stub("--ttft-ms", "20", "--itl-ms", "5", "--slots", "1")
+    try:
+        args = ["--concurrency", "3", "--input-len", "8", "--output-len", "4", "--range-ratio", "0",
+                "--token-id-max", "4000", "--warmups", "0", "--num-prompts", "9", "--slo", "ttft_p99<=60ms"]
+        proc, report, _ = run(magpie, ["vllm", "--endpoint", f"http://127.0.0.1:{port}", *args], tmp_path / "slots")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        slo = report["cases"][0]["slo"]
+        assert slo["met"] is False and slo["terms"][0]["value_ms"] >= 90, slo
+        proc, report, _ = run(magpie, ["vllm", "--endpoint", f"http://127.0.0.1:{stub}", *args], tmp_path / "free")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert report["cases"][0]["slo"]["met"] is True, report["cases"][0]["slo"]
+    finally:
+        proc_slots.terminate()
+        proc_slots.wait(timeout=10)
+
 # --- the public Magpie tool's names (issue #31 item 5) ------------------------------
 
 def test_public_client_only_example_runs_against_benchmark_base_url(magpie, tmp_path, stub):

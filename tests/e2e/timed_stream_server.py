@@ -33,6 +33,11 @@ records what came in: the prompt's tokens, the cached count, the headers.
 With --chat, POST /v1/chat/completions is served too (delta.content chunks);
 without it, it is a 404, as on a server without a chat template.
 
+Slots (--slots N): at most N requests are served at once, as an engine's
+batch holds at most N sequences; a request beyond them waits for a slot, and
+its schedule (T0, then G a token) starts when it gets one, so TTFT rises with
+the queue once requests come faster than N slots can serve them.
+
 Timers: asyncio sleeps round up to the millisecond (epoll's timeout), so a
 token leaves 0-1 ms after its deadline on an idle machine; on a loaded one,
 whatever the scheduler adds. The stub records, per request, how late each
@@ -40,7 +45,7 @@ token was written (--log, JSON lines), so a test can show where lateness came
 from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
-        [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat]
+        [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat] [--slots N]
 prints "port N" on stdout once it listens. GET /health, /v1/models and
 /metrics answer as vLLM's do (enough for `vllm bench serve` and
 `magpie benchmark --endpoint`). Standard library only."""
@@ -94,7 +99,8 @@ def chat_tokens(messages) -> list:
 
 class TimedStreamServer:
     def __init__(self, ttft_s: float, itl_s: float, model: str, words_are_tokens: bool,
-                 log_path: str | None, prefill_s_per_token: float | None = None, chat: bool = False):
+                 log_path: str | None, prefill_s_per_token: float | None = None, chat: bool = False,
+                 slots: int = 0):
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.words_are_tokens = words_are_tokens
         self.log = open(log_path, "a") if log_path else None
@@ -103,6 +109,7 @@ class TimedStreamServer:
         self.prefill_s_per_token = prefill_s_per_token
         self.chat = chat
         self.cache = PrefixCache() if prefill_s_per_token is not None else None
+        self.slots = asyncio.Semaphore(slots) if slots else None
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         try:
@@ -191,6 +198,22 @@ class TimedStreamServer:
                 u.update(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens + completion)
             return u
 
+        if self.slots is not None:
+            if self.slots.locked():  # queued: its schedule starts when a slot frees
+                await self.slots.acquire()
+                arrival = time.monotonic()
+            else:
+                await self.slots.acquire()
+        try:
+            await self.stream_tokens(writer, req, rid, n, max_tokens, ignore_eos, chat, continuous, include_usage,
+                                     tokens, cached, prefill_s, word, usage, prompt_tokens, single_ids, arrival,
+                                     headers)
+        finally:
+            if self.slots is not None:
+                self.slots.release()
+
+    async def stream_tokens(self, writer, req, rid, n, max_tokens, ignore_eos, chat, continuous, include_usage,
+                            tokens, cached, prefill_s, word, usage, prompt_tokens, single_ids, arrival, headers):
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
                      b"transfer-encoding: chunked\r\n\r\n")
         late_ms = []
@@ -244,9 +267,10 @@ async def main(argv=None):
     ap.add_argument("--log")
     ap.add_argument("--prefill-ms-per-token", type=float, default=None)
     ap.add_argument("--chat", action="store_true")
+    ap.add_argument("--slots", type=int, default=0)
     a = ap.parse_args(argv)
     stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
-                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat)
+                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat, a.slots)
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "serve/benchmark_config.hpp"
+#include "serve/dataset.hpp"
 #include "serve/recorded_trace.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/sessions.hpp"
@@ -290,6 +291,98 @@ TEST(WorkloadRegistry, SessionKeysFromYamlAndFlags) {
   BenchmarkFlags f;
   f.think_time = "uniform:1";
   EXPECT_EQ(error_of([&] { flags_config(f); }).kind(), ErrorKind::kUsage);
+}
+
+TEST(PrefixPool, ReuseIsExactPoolUsedEvenlyAndSeeded) {
+  auto a = assign_pool_prefixes(50, 4, 0.8, 7);
+  ASSERT_EQ(a.size(), 50u);
+  std::vector<int> uses(4, 0);
+  size_t own = 0;
+  for (auto x : a) x < 0 ? ++own : ++uses[static_cast<size_t>(x)];
+  EXPECT_EQ(own, 10u);  // exactly round(0.2 * 50) prompts have a prefix of their own
+  EXPECT_EQ(uses, (std::vector<int>{10, 10, 10, 10}));
+  EXPECT_EQ(assign_pool_prefixes(50, 4, 0.8, 7), a);  // deterministic for a seed
+  EXPECT_NE(assign_pool_prefixes(50, 4, 0.8, 8), a);
+  for (auto x : assign_pool_prefixes(9, 2, 0.0, 1)) EXPECT_EQ(x, -1);
+  for (auto x : assign_pool_prefixes(9, 2, 1.0, 1)) EXPECT_GE(x, 0);
+  EXPECT_EQ(error_of([] { assign_pool_prefixes(9, 0, 0.5, 1); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(error_of([] { assign_pool_prefixes(9, 2, 1.5, 1); }).kind(), ErrorKind::kUsage);
+}
+
+TEST(PrefixPool, PromptsShareTheirPoolPrefixAndExpectedHitRateCountsLaterUses) {
+  RandomDatasetOptions o;
+  o.num_prompts = 40;
+  o.input_len = 16;
+  o.output_len = 4;
+  o.prefix_len = 64;
+  o.prefix_pool = 4;
+  o.prefix_reuse = 0.75;
+  o.token_id_max = 4000;
+  o.seed = 3;
+  auto ps = random_dataset(o);
+  auto a = assign_pool_prefixes(40, 4, 0.75, 3);
+  auto head = [](const Prompt& p) { return std::vector<int32_t>(p.token_ids.begin(), p.token_ids.begin() + 64); };
+  std::vector<std::vector<int32_t>> pool(4);
+  std::vector<std::vector<int32_t>> own;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_EQ(ps[i].prompt_len, 80);  // every prompt as long, whatever its prefix
+    if (a[i] < 0) {
+      own.push_back(head(ps[i]));
+      continue;
+    }
+    auto& p = pool[static_cast<size_t>(a[i])];
+    if (p.empty()) p = head(ps[i]);
+    EXPECT_EQ(head(ps[i]), p) << i;
+  }
+  ASSERT_EQ(own.size(), 10u);
+  for (const auto& h : own)
+    for (const auto& p : pool) EXPECT_NE(h, p);
+  EXPECT_NE(own[0], own[1]);
+  // 30 pool uses, 4 of them first uses: 26 · 64 of 40 · 80 tokens; a warm-up of
+  // prompt 0 (when it uses the pool) makes its prefix's first use a hit too.
+  EXPECT_DOUBLE_EQ(expected_prefix_hit_rate(ps, a, 64, std::nullopt), 26.0 * 64 / (40 * 80));
+  double warm = a[0] >= 0 ? 27.0 * 64 / (40 * 80) : 26.0 * 64 / (40 * 80);
+  EXPECT_DOUBLE_EQ(expected_prefix_hit_rate(ps, a, 64, 0), warm);
+  // No pool: one prefix on every prompt, as --prefix-len always did.
+  o.prefix_pool = 0;
+  auto single = random_dataset(o);
+  for (const auto& p : single) EXPECT_EQ(head(p), head(single[0]));
+}
+
+TEST(PrefixPool, KeysFromYamlAndFlagsAndWhatIsRefused) {
+  auto c = parse_benchmark_yaml("model: m\nclient:\n  prefix_len: 128\n  prefix_pool: 3\n  prefix_reuse: 0.5\n",
+                                "b.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty());
+  EXPECT_EQ(c.client.prefix_pool, 3);
+  EXPECT_DOUBLE_EQ(c.client.prefix_reuse, 0.5);
+  auto w = c.cases().front();
+  w.input_len = 8;
+  w.range_ratio = 0;
+  c.client.warmups = 0;
+  auto workload = make_workload(c.client, w, 10);
+  ASSERT_TRUE(workload.prefix);
+  EXPECT_EQ(workload.prefix->reusing, 5u);
+  EXPECT_DOUBLE_EQ(workload.prefix->expected_hit_rate, 2.0 * 128 / (10 * 136));
+  auto e = error_of([] { parse_benchmark_yaml("model: m\nclient:\n  prefix_reuse: 1.2\n", "b.yaml"); });
+  EXPECT_NE(std::string(e.what()).find("b.yaml:3"), std::string::npos) << e.what();
+  BenchmarkFlags f;
+  f.prefix_reuse = -0.1;
+  EXPECT_NE(std::string(error_of([&] { flags_config(f); }).what()).find("--prefix-reuse"), std::string::npos);
+  auto refused = [](BenchmarkFlags g, const std::string& needle) {
+    auto err = error_of([&] { validate(flags_config(g)); });
+    EXPECT_EQ(err.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+  };
+  BenchmarkFlags g;
+  g.prefix_reuse = 0.5;
+  refused(g, "--prefix-reuse");  // without a pool there is nothing to reuse
+  g.prefix_pool = 2;
+  refused(g, "--prefix-pool");  // without --prefix-len the prefixes have no length
+  g.prefix_len = 64;
+  EXPECT_NO_THROW(validate(flags_config(g)));
+  g.dataset = "synthetic_sessions";
+  g.prefix_len.reset();
+  refused(g, "--prefix-pool");
 }
 
 }  // namespace
