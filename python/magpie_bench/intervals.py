@@ -47,14 +47,34 @@ def union_ns(intervals, lo=None, hi=None):
     return total
 
 
+def kernels_per_window(kernels, windows):
+    """For each (lo, hi) window, the kernels (any stream) that overlap it, in start order.
+
+    One sweep over kernels sorted by start and windows sorted by lo, keeping the
+    kernels still running: O((K + W) log) plus the overlaps. A timing round has
+    thousands of windows and kernels; testing every kernel against every window
+    cost 10-35 s of Python per round on an H100 (issue 28)."""
+    ks = sorted(kernels, key=lambda k: (k["start"], k["end"]))
+    order = sorted(range(len(windows)), key=lambda w: windows[w][0])
+    out = [None] * len(windows)
+    active, p = [], 0
+    for w in order:
+        lo, hi = windows[w]
+        while p < len(ks) and ks[p]["start"] < hi:
+            active.append(ks[p])
+            p += 1
+        # Windows come in lo order: a kernel ended by this lo overlaps no later window.
+        active = [k for k in active if k["end"] > lo]
+        out[w] = [k for k in active if k["start"] < hi]
+    return out
+
+
 def window_unions(kernels, windows):
     """Busy ns of all kernels (any stream) inside each (lo, hi) window, and their names."""
-    iv = sorted((k["start"], k["end"], k.get("name", "")) for k in kernels)
     out = []
-    for lo, hi in windows:
-        inside = [(s, e) for s, e, _ in iv if e > lo and s < hi]
-        names = sorted({n for s, e, n in iv if e > lo and s < hi})
-        out.append((union_ns(inside, lo, hi), names))
+    for (lo, hi), inside in zip(windows, kernels_per_window(kernels, windows)):
+        out.append((union_ns([(k["start"], k["end"]) for k in inside], lo, hi),
+                    sorted({k.get("name", "") for k in inside})))
     return out
 
 
@@ -69,8 +89,7 @@ def unjoined_work(kernels, windows, spin_name):
     stream can never end after the caller's stream moved on.
     """
     hit, worst, worst_name = 0, 0, ""
-    for lo, hi in windows:
-        inside = [k for k in kernels if k["end"] > lo and k["start"] < hi]
+    for inside in kernels_per_window(kernels, windows):
         spins = sorted((k for k in inside if spin_name in k.get("name", "")), key=lambda k: k["start"])
         if len(spins) < 2:
             continue

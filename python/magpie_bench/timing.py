@@ -45,6 +45,7 @@ class CuptiMarks:
     def __init__(self, offset=0):
         self.lib = None
         self.offset = offset  # records before it belong to earlier requests of a worker
+        self._records = None  # (file size, kernels, markers): parsed once per flush, not per question
         path = os.environ.get("CUDA_INJECTION64_PATH", "")
         self.jsonl = os.environ.get("MAGPIE_CUPTI_OUTPUT", "")
         if path.endswith("libmagpie_cupti.so") and os.path.exists(path) and self.jsonl:
@@ -59,12 +60,20 @@ class CuptiMarks:
         if self.lib is not None:
             self.lib.magpie_cupti_mark(label.encode())
 
+    def records(self, flush=True):
+        """Kernels and markers written since `offset`; the file is re-read only when it grew."""
+        if flush:
+            self.lib.magpie_cupti_flush()
+        size = os.path.getsize(self.jsonl) if os.path.exists(self.jsonl) else 0
+        if self._records is None or self._records[0] != size:
+            self._records = (size,) + read_jsonl(self.jsonl, self.offset)
+        return self._records[1], self._records[2]
+
     def kernels_in(self, prefix, n):
         """Per-sample union ns and kernel names, for markers prefix+'s<i>' / prefix+'e<i>'."""
         if self.lib is None:
             return None
-        self.lib.magpie_cupti_flush()
-        kernels, markers = read_jsonl(self.jsonl, self.offset)
+        kernels, markers = self.records()
         kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = []
@@ -79,8 +88,7 @@ class CuptiMarks:
         """Union ns and names for windows marked label+'s' / label+'e'."""
         if self.lib is None or not labels:
             return []
-        self.lib.magpie_cupti_flush()
-        kernels, markers = read_jsonl(self.jsonl, self.offset)
+        kernels, markers = self.records()
         kernels = [k for k in kernels if SPIN_KERNEL not in k.get("name", "")]
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = [(ts[l + "s"], ts[l + "e"]) for l in labels if l + "s" in ts and l + "e" in ts]
@@ -90,7 +98,7 @@ class CuptiMarks:
         """A sentence when some timed window has work the caller's stream did not wait for, else None."""
         if self.lib is None:
             return None
-        kernels, markers = read_jsonl(self.jsonl, self.offset)
+        kernels, markers = self.records(flush=False)
         ts = {m["marker"]: m["ts"] for m in markers}
         windows = [(ts.get("%ss%d" % (prefix, i)), ts.get("%se%d" % (prefix, i))) for i in range(n)]
         found = unjoined_work(kernels, [w for w in windows if None not in w], SPIN_KERNEL)
@@ -178,6 +186,7 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
             break
     if integrity is not None:
         integrity.spot(spots)
+    t_loop = time.perf_counter()
     keep = [not (c is not None and clock.max_mhz and c < throttle_fraction * clock.max_mhz) for c in clocks]
     result = {"stopped_by": crit.reason, "taken": len(event_ms), "throttled_discarded": keep.count(False),
               "l2_flush_bytes": 0 if flush_buf is None else 4 * flush_buf.numel(),
@@ -208,6 +217,10 @@ def time_callable(fn, max_noise=0.005, min_samples=10, min_time_s=0.5, max_time_
         result["integrity"] = integrity.finish(statistics.median(samples) if samples else 0.0, fresh_union,
                                                unjoined)
     result["mode"] = mode
+    # Where this request's wall time went: the loop (GPU work, syncs, flushes,
+    # spot checks) and the CUPTI analysis after it.
+    result["harness_s"] = {"sampling": t_loop - t0, "analysis": time.perf_counter() - t_loop,
+                           "per_sample_us": 1e6 * (t_loop - t0) / max(1, len(event_ms))}
     result["samples_ms"] = samples
     result["noise"] = rel_stddev(samples)
     return result
@@ -244,4 +257,5 @@ def _latency_payload(result):
             "kernel_name": ",".join(result.get("crosscheck", {}).get("kernels", []))[:500],
             "stopped_by": result["stopped_by"], "noise": result["noise"],
             "integrity": result.get("integrity"),
-            "throttled_discarded": result["throttled_discarded"], "crosscheck": result.get("crosscheck")}
+            "throttled_discarded": result["throttled_discarded"], "crosscheck": result.get("crosscheck"),
+            "harness_s": result.get("harness_s")}

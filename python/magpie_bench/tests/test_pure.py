@@ -80,3 +80,51 @@ def test_unjoined_side_stream_work_is_found_and_joined_work_is_not():
     assert unjoined_work([pre, own, post_unjoined], [(0, 400)], spin) is None
     # Without the two spins (no torch.cuda._sleep) nothing can be said.
     assert unjoined_work([side], [(0, 400)], spin) is None
+
+
+def _brute_inside(kernels, lo, hi):
+    return [k for k in kernels if k["end"] > lo and k["start"] < hi]
+
+
+def test_window_sweep_matches_testing_every_pair():
+    # The sweep (issue 28) against the definition, on random rounds: long kernels
+    # spanning many windows, side streams, windows out of order and overlapping.
+    rng = random.Random(7)
+    for trial in range(40):
+        kernels = []
+        for i in range(rng.randint(0, 300)):
+            s = rng.randint(0, 100_000)
+            dur = rng.choice([rng.randint(1, 300), rng.randint(1, 30_000)])
+            kernels.append({"start": s, "end": s + dur, "name": "k%d" % (i % 5), "stream": rng.choice([7, 13]),
+                            "order": i})
+        windows = []
+        for _ in range(rng.randint(0, 200)):
+            lo = rng.randint(0, 100_000)
+            windows.append((lo, lo + rng.randint(0, 2_000)))
+        if trial % 2:
+            windows.sort()
+        got = window_unions(kernels, windows)
+        for (lo, hi), (busy, names) in zip(windows, got):
+            inside = _brute_inside(kernels, lo, hi)
+            assert busy == union_ns([(k["start"], k["end"]) for k in inside], lo, hi)
+            assert names == sorted({k["name"] for k in inside})
+        spin = "spin_kernel"
+        for k in kernels:
+            if k["order"] % 4 == 0:
+                k["name"] = spin
+        want_hit, want_worst, want_name = 0, 0, ""
+        for lo, hi in windows:
+            inside = _brute_inside(kernels, lo, hi)
+            spins = sorted((k for k in inside if k["name"] == spin), key=lambda k: k["start"])
+            if len(spins) < 2:
+                continue
+            post = spins[-1]
+            late = [(k["end"] - post["start"], k["name"]) for k in inside
+                    if k["name"] != spin and k["stream"] != post["stream"] and k["end"] > post["start"]]
+            if late:
+                want_hit += 1
+                lateness, name = max(late)
+                if lateness > want_worst:
+                    want_worst, want_name = lateness, name
+        got_u = unjoined_work(kernels, windows, spin)
+        assert got_u == ((want_hit, want_name, want_worst) if want_hit else None)
