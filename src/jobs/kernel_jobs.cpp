@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/config_keys.hpp"
+#include "core/verdict.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "gpu/gpu_run_json.hpp"
@@ -335,9 +336,8 @@ KernelEvaluationOutcome evaluate_kernels(const KernelEvaluationRequest& caller_r
 
     for (const auto& e : out.evaluations) {
       if (!e.measured() || e.samples_ns().empty()) continue;
-      std::vector<double> s = e.samples_ns();
-      std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
-      recorder.metric(e.spec.id + ".median_ns", s[s.size() / 2]);
+      // The report's median (core/verdict), so the store and the report agree on an even count.
+      recorder.metric(e.spec.id + ".median_ns", stats::median_of(e.samples_ns()));
     }
     recorder.metric("all_correct", out.all_correct ? 1 : 0);
     if (out.cancelled) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/verdict.hpp"
+
 namespace magpie::kernel {
 
 std::optional<LatencyReport> parse_latency_output(std::string_view output) {
@@ -45,6 +47,9 @@ std::optional<LatencyReport> parse_latency_output(std::string_view output) {
   } else if (r.samples_ms.empty()) {
     r.error = "payload has neither stats.median_ms nor stats.samples_ms";
     return r;
+  } else {
+    // Samples only: the median is theirs (was left at 0, so the report said 0 ms).
+    r.median_ms = stats::median_of(r.samples_ms);
   }
   if (r.samples_ms.empty()) r.samples_ms.push_back(r.median_ms);
   r.success = true;

@@ -189,3 +189,25 @@ def test_deleted_workspace_shows_missing(magpie, setup):
         assert "(missing)" in run(magpie, "results", "list", env=env).stdout
     finally:
         copy.rename(victim)
+
+
+def test_store_and_report_agree_on_an_even_sample_count(magpie, tmp_path):
+    """Issue 33: the store's `<id>.median_ns` was the upper-middle sample while the report
+    takes the mean of the two middle ones. A testcase that prints four samples (1, 2, 3, 4 ms:
+    the median is 2.5 ms, the upper-middle 3 ms) must give 2.5 ms in both. No GPU needed: the
+    testcase prints the latency contract's line itself."""
+    line = 'MAGPIE_LATENCY_JSON: {"mode":"events","stats":{"samples_ms":[4,1,3,2]}}'
+    config = tmp_path / "kernel.yaml"
+    config.write_text("kernels:\n  - {id: even, type: pytorch, testcase_command: [sh, -c, %s]}\n"
+                      % json.dumps("echo " + json.dumps(line)))
+    env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+    run(magpie, "analyze", "-k", config, "-o", tmp_path / "out", env=env)
+    report = json.loads(next((tmp_path / "out").rglob("analyze_report.json")).read_text())
+    runs = json.loads(run(magpie, "results", "list", "--kind", "analyze", "--json", env=env).stdout)
+    assert len(runs) == 1, runs
+    shown = json.loads(run(magpie, "results", "show", runs[0]["id"], "--json", env=env).stdout)
+    (result,) = report["results"]
+    rounds = result["performance_result"]["magpie_stats"]["rounds"]
+    assert rounds and all(r["samples"] == 4 and r["median_ns"] == pytest.approx(2.5e6) for r in rounds), rounds
+    assert result["latency_result"]["primary_value_ms"] == pytest.approx(2.5)
+    assert shown["metrics"]["even.median_ns"] == pytest.approx(2.5e6)

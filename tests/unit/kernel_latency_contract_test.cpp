@@ -31,6 +31,10 @@ TEST(LatencyContract, ErrorsAndAbsence) {
   auto median_only = parse_latency_output("MAGPIE_LATENCY_JSON: {\"stats\": {\"p50_ms\": 2}}");
   ASSERT_TRUE(median_only && median_only->success);
   EXPECT_EQ(median_only->samples_ms, std::vector<double>{2});
+  // Samples without a median: the median is the samples' (the report said 0 ms before).
+  auto samples_only = parse_latency_output("MAGPIE_LATENCY_JSON: {\"stats\": {\"samples_ms\": [4, 1, 3, 2]}}");
+  ASSERT_TRUE(samples_only && samples_only->success);
+  EXPECT_DOUBLE_EQ(samples_only->median_ms, 2.5);
 }
 
 }  // namespace
