@@ -270,18 +270,26 @@ std::string log_tail(const std::filesystem::path& log, size_t max_bytes) {
   return out;
 }
 
+std::string shell_quote(std::string_view arg) {
+  // An allowlist, not a list of dangerous characters: anything else (a backtick,
+  // `!`, `~`, `#`, braces, a newline) is quoted, so the text pastes back as one word.
+  constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+";
+  if (!arg.empty() && arg.find_first_not_of(kPlain) == std::string_view::npos) return std::string(arg);
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
 std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
-    bool plain = !a.empty() && a.find_first_of(" \t\n'\"$\\;&|<>()*?") == std::string::npos;
-    if (plain) {
-      out += a;
-    } else {
-      out += '\'';
-      for (char c : a) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    }
+    out += shell_quote(a);
   }
   return out;
 }

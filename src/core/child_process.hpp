@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace magpie {
@@ -85,7 +86,9 @@ ProcessResult run_process(const ProcessSpec& spec);
 // The last `max_bytes` of a log, for error messages.
 std::string log_tail(const std::filesystem::path& log, size_t max_bytes = 2000);
 
-// Quotes an argv for logs and reports so it can be pasted into a shell.
+// Quotes an argv for logs and reports so it can be pasted into a shell: the
+// one quoting rule of the project (serve, kernel and ray logs use it too).
+std::string shell_quote(std::string_view arg);
 std::string shell_join(const std::vector<std::string>& argv);
 
 // Absolute path of an executable on PATH, or "" (e.g. find_on_path("hipcc")).

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/child_process.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "kernel/process_runner.hpp"
@@ -43,34 +44,12 @@ void write_text_file(const fs::path& path, const std::string& text) {
   write_file_atomic(path, text);
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() &&
-      s.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-          std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string join(const std::vector<std::string>& args) {
-  std::string out;
-  for (const auto& a : args) out += (out.empty() ? "" : " ") + shell_quote(a);
-  return out;
-}
+std::string join(const std::vector<std::string>& args) { return shell_join(args); }
 
 fs::path self_exe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path("magpie") : p;
-}
-
-// FNV-1a: a stable hash of the config, so runs of one config are found together.
-std::string config_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return fmt::format("{:016x}", h);
 }
 
 std::string make_submission_id(const std::string& label) {
@@ -412,7 +391,7 @@ RayJobOutcome submit_ray_job(const RayJobRequest& req, const JobContext& context
   job.entrypoint_num_gpus = req.cluster.entrypoint_num_gpus;
   job.entrypoint_memory_bytes = req.cluster.entrypoint_memory_bytes;
   job.entrypoint_resources = req.cluster.entrypoint_resources;
-  const std::string hash = config_hash(req.config_text);
+  const std::string hash = store::hash_config(req.config_text);
   job.metadata = {{"magpie_label", req.label},
                   {"magpie_command", join(req.magpie_args)},
                   {"magpie_config_hash", hash},

@@ -111,33 +111,10 @@ class RunStop {
   std::thread watcher_;
 };
 
-// Picks the GPUs and takes their locks: another magpie run's GPUs are marked
-// busy and the choice is made again without them, until it holds or cannot be met.
-GpuLocks select_and_lock(const GpuSelectionConfig& config, GpuInventory inventory, int64_t tp,
-                         GpuSelection& chosen) {
-  GpuLocks locks;
-  while (true) {
-    chosen = select_gpus(config, inventory, tp);  // throws when too few are left
-    bool all = true;
-    for (int index : chosen.indices) {
-      auto& gpu = *std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
-                                [&](const GpuInventoryEntry& g) { return g.index == index; });
-      if (!locks.try_lock(gpu_lock_key(gpu))) {
-        gpu.busy = true;
-        all = false;
-      }
-    }
-    if (all) break;
-    locks.release_all();
-  }
-  chosen.reason += fmt::format("; locked in {} for the run", GpuLocks::default_dir().string());
-  return locks;
-}
-
 // Settings that turn into the engine's environment and flags: GPU selection,
 // precision. Runs before the workspace exists, so a request that cannot be met
 // fails without leaving an empty run behind. Returns the GPU locks, held for the run.
-GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
+GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report, const std::atomic<bool>* cancel) {
   const bool endpoint = !c.endpoint.empty();
   GpuLocks locks;
   if (c.gpu_selection) {
@@ -145,8 +122,12 @@ GpuLocks resolve_engine_settings(BenchmarkConfig& c, BenchmarkReport& report) {
       report.warnings.push_back(
           "gpu_selection is not applied: with --endpoint the server is not launched by magpie");
     } else {
-      GpuSelection chosen;
-      locks = select_and_lock(*c.gpu_selection, query_gpu_inventory(), c.tensor_parallel(), chosen);
+      // The kernel jobs' choice and wait (gpu::select_and_lock): a GPU another
+      // magpie run holds is waited for up to gpu_selection.wait_s, not refused.
+      auto locked = gpu::select_and_lock(*c.gpu_selection, gpu::query_gpu_inventory, c.tensor_parallel(),
+                                         GpuLocks::default_dir(), cancel);
+      locks = std::move(locked.locks);
+      const GpuSelection chosen = locked.selection;
       c.envs[chosen.env_name] = chosen.env_value;
       // NVML numbers GPUs in PCI bus order; CUDA's default order is fastest
       // first. Same order, so the index chosen is the GPU the engine gets.
@@ -648,7 +629,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
   auto& report = outcome.report;
   report.warnings = c.warnings;
   std::optional<SystemProfilerPlan> system_profiler = plan_system_profiler(c, report);
-  GpuLocks gpu_locks = resolve_engine_settings(c, report);
+  GpuLocks gpu_locks = resolve_engine_settings(c, report, ctx.stop);
   // Before anything starts: a repository that cannot be cloned ends the run
   // here, with nothing measured to lose.
   if (c.torch_profiler && c.gap.enabled && c.gap.find_kernel_sources) {

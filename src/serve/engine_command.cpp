@@ -103,28 +103,5 @@ std::vector<std::string> split_args(const std::string& s) {
   return out;
 }
 
-std::string shell_join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out.push_back(' ');
-    bool plain = !a.empty() &&
-                 a.find_first_not_of(
-                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") ==
-                     std::string::npos;
-    if (plain) {
-      out += a;
-    } else {
-      out.push_back('\'');
-      for (char c : a) {
-        if (c == '\'')
-          out += "'\\''";
-        else
-          out.push_back(c);
-      }
-      out.push_back('\'');
-    }
-  }
-  return out;
-}
 
 }  // namespace magpie::serve

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/child_process.hpp"
+
 namespace magpie::serve {
 
 enum class Framework { kVllm, kSglang, kAtom };
@@ -33,7 +35,7 @@ std::string profiler_dir_env(Framework f);
 // Splits a shell-like argument string on whitespace, honouring simple quotes.
 std::vector<std::string> split_args(const std::string& s);
 
-// One string for reports and logs, quoted where needed.
-std::string shell_join(const std::vector<std::string>& argv);
+// Reports and logs quote commands with magpie::shell_join (core/child_process.hpp).
+using magpie::shell_join;
 
 }  // namespace magpie::serve
