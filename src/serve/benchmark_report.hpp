@@ -19,6 +19,7 @@
 #include "serve/model_files.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/slo.hpp"
+#include "serve/slo_search.hpp"
 #include "serve/workload.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
@@ -122,6 +123,8 @@ struct BenchmarkReport {
   std::optional<GpuSelection> gpu_selection;  // absent: no selection asked for
   std::optional<ServerInfo> server;           // absent: it never got that far
   std::vector<CaseReport> cases;
+  // --search: every probe (its runs are cases above) and the knee.
+  std::optional<SloSearchResult> slo_search;
   // Server-side view: /metrics before and after the run (absent when the server died).
   std::optional<std::pair<PrometheusScrape, PrometheusScrape>> server_metrics;
   std::string server_metrics_prefix;  // "vllm:" or "" (all)

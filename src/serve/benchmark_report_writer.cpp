@@ -118,6 +118,44 @@ json case_json(const CaseReport& c) {
   return j;
 }
 
+json slo_search_json(const SloSearchResult& r) {
+  const auto& s = r.settings;
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json probes = json::array();
+  for (const auto& p : r.probes) {
+    json terms = json::array();
+    for (const auto& t : p.terms)
+      terms.push_back({{"term", t.term.text},
+                       {"limit_ms", t.term.limit_ms},
+                       {"value_ms", t.value_ms},
+                       {"values_ms", t.values_ms},
+                       {"noise_floor", t.noise_floor},
+                       {"verdict", to_string(t.verdict)},
+                       {"reason", t.reason}});
+    json runs = json::array();
+    for (const auto& run : p.runs) runs.push_back(run.case_label);
+    probes.push_back({{"value", p.value},
+                      {"verdict", to_string(p.verdict)},
+                      {"request_throughput", p.request_throughput},
+                      {"request_goodput", p.request_goodput},
+                      {"runs", std::move(runs)},
+                      {"terms", std::move(terms)}});
+  }
+  return {{"variable", to_string(s.variable)},
+          {"range", {s.min, s.max}},
+          {"step", s.resolved_step()},
+          {"repeats", s.repeats},
+          {"max_repeats", s.max_repeats},
+          {"noise", s.noise},
+          {"max_probes", s.max_probes},
+          {"max_time_s", s.max_time_s},
+          {"status", to_string(r.status)},
+          {"knee", {{"highest_pass", opt(r.highest_pass)}, {"lowest_fail", opt(r.lowest_fail)}}},
+          {"summary", knee_line(r)},
+          {"elapsed_s", r.elapsed_s},
+          {"probes", std::move(probes)}};
+}
+
 json server_json(const ServerInfo& s) {
   json env = json::object();
   for (const auto& [k, v] : s.env) env[k] = v;
@@ -262,6 +300,7 @@ json report_json(const BenchmarkReport& r) {
   j["config"] = std::move(config);
   if (r.server) j["server"] = server_json(*r.server);
   for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
+  if (const auto& ss = r.slo_search) j["slo_search"] = slo_search_json(*ss);
   if (!r.cases.empty()) {
     // Magpie's top-level blocks: the first case (the only one without a sweep).
     const auto& m = r.cases.front().metrics;
@@ -321,7 +360,7 @@ std::string summary_text(const BenchmarkReport& r) {
     out += fmt::format("  Send lateness vs schedule (p50/p99): {:.3f} ms / {:.3f} ms\n",
                        percentile_or_zero(m.send_lateness, 50), percentile_or_zero(m.send_lateness, 99));
     for (const auto& c : r.cases)
-      if (c.slo) {
+      if (c.slo && !r.slo_search) {
         std::string terms;
         for (const auto& ch : c.slo->checks)
           terms += fmt::format("{}{} {:.2f} ms {}", terms.empty() ? "" : ", ", ch.term.text, ch.value_ms,
@@ -329,6 +368,20 @@ std::string summary_text(const BenchmarkReport& r) {
         out += fmt::format("SLO {} {}: {} (goodput {:.2f} req/s)\n", c.label, c.slo->met ? "met" : "NOT met",
                            terms, c.metrics.request_goodput);
       }
+    if (const auto& ss = r.slo_search) {
+      out += fmt::format("\nSLO search ({}, {}):\n", to_string(ss->settings.variable), knee_line(*ss));
+      out += fmt::format("  {:>12} {:>9} {:>10} {:>10}  {}\n", ss->settings.variable == SearchVariable::kConcurrency
+                                                                 ? "concurrency" : "rate req/s",
+                         "verdict", "req/s", "goodput", "terms (median ms over runs)");
+      for (const auto& p : ss->probes) {
+        std::string terms;
+        for (const auto& t : p.terms)
+          terms += fmt::format("{}{} {:.2f} ({})", terms.empty() ? "" : ", ", t.term.text, t.value_ms,
+                               to_string(t.verdict));
+        out += fmt::format("  {:>12g} {:>9} {:>10.2f} {:>10.2f}  {}\n", p.value, to_string(p.verdict),
+                           p.request_throughput, p.request_goodput, terms);
+      }
+    }
     if (const auto& pc = r.cases.front().prefix_cache) {
       out += fmt::format("\nPrefix pool: {} prefixes of {} tokens on {} of {} requests (target reuse {:.2f})\n",
                          pc->plan.pool, pc->plan.prefix_len, pc->plan.reusing, pc->plan.requests,
