@@ -68,6 +68,10 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
   add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt (with --prefix-pool: each pool prefix's length)", ours);
   add(sub, "--slo", slo_, "SLOs each case is checked against: \"ttft_p99<=2s,tpot_p50<=50ms\"", ours);
+  add(sub, "--rate-ramp", rate_ramp_,
+      "Ramp the request rate during each case: linear:FROM,TO,SECONDS[,WINDOWS] or\n"
+      "steps:FROM,TO,SECONDS,N (req/s; e.g. steps:5,40,60,8). The report's cases[].ramp has\n"
+      "each step's (or window's) offered rate, throughput, latencies and --slo verdict", ours);
   const char* search = "Serving benchmark: SLO search (docs/BENCHMARK_KEYS.md, \"SLO search\")";
   add(sub, "--search", search_,
       "Find the highest request_rate (or concurrency) whose runs meet --slo: double from the\n"
@@ -193,6 +197,7 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   s(think_time_, f.think_time);
   s(slo_, f.slo);
   s(search_, f.search);
+  s(rate_ramp_, f.rate_ramp);
   s(search_range_, f.search_range);
   d(search_step_, f.search_step);
   d(search_noise_, f.search_noise);

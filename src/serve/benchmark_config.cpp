@@ -564,6 +564,15 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     se.concurrency = v.integer(cl, p, "session_concurrency", se.concurrency, NumberKind::kPositiveInt);
     se.num_sessions = v.integer(cl, p, "num_sessions", se.num_sessions, NumberKind::kPositiveInt);
     o.trace_speedup = v.number(cl, p, "trace_speedup", o.trace_speedup, NumberKind::kPositive);
+    if (Values::has(cl, "rate_ramp")) {
+      auto ramp_text = v.text(cl, p, "rate_ramp", "");
+      try {
+        o.rate_ramp = parse_rate_ramp(ramp_text, Values::join(p, "rate_ramp"));
+      } catch (const Error&) {
+        v.fail(cl["rate_ramp"], Values::join(p, "rate_ramp"),
+               "linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N (rates in req/s)");
+      }
+    }
     if (auto se_node = v.section(cl, p, "search"); se_node.IsMap()) {
       const auto sp = Values::join(p, "search");
       SloSearchSettings ss;
@@ -647,8 +656,24 @@ void apply_client_only_names(BenchmarkConfig& c, bool endpoint_given, bool api_g
 
 namespace {
 
-// The search varies one case against --slo: checked where the flags are applied (exit 2).
-void check_search_case(const BenchmarkConfig& c) {
+// A rate ramp sets the schedule itself; the search varies one case against --slo.
+// Checked where the flags are applied (exit 2).
+void check_load_shape(const BenchmarkConfig& c) {
+  if (c.client.rate_ramp) {
+    const auto& o = c.client;
+    std::string clash;
+    if (o.search) clash = "--search (it sets the rate of each probe)";
+    else if (o.duration_s > 0) clash = "--duration (the ramp's SECONDS bound the case)";
+    else if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
+      clash = "--request-rate (the ramp sets the rate)";
+    else if (workload_kind(o.dataset).needs_path && (o.dataset == "mooncake" || o.dataset == "timed_jsonl"))
+      clash = "dataset " + o.dataset + " (its timestamps set the schedule)";
+    else if (o.dataset == "synthetic_sessions" || o.dataset == "sharegpt_sessions")
+      clash = "dataset " + o.dataset + " (turns follow replies, not a schedule)";
+    if (!clash.empty())
+      throw Error(ErrorKind::kUsage, fmt::format("--rate-ramp '{}' cannot be combined with {}", o.rate_ramp->text, clash),
+                  "", std::nullopt, "drop one of them");
+  }
   if (!c.client.search) return;
   const char* what = to_string(c.client.search->variable);
   if (c.client.slo_terms.empty())
@@ -796,6 +821,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
     check_search(ss, f.search_range ? "--search-range" : "--search");
     o.search = ss;
   }
+  if (f.rate_ramp) o.rate_ramp = parse_rate_ramp(*f.rate_ramp, "--rate-ramp");
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;
@@ -824,7 +850,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
     o.trace_speedup = *f.trace_speedup;
   }
   apply_client_only_names(c, f.endpoint.has_value(), f.api.has_value());
-  check_search_case(c);
+  check_load_shape(c);
 }
 
 void validate(const BenchmarkConfig& c) {

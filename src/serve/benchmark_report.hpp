@@ -20,6 +20,7 @@
 #include "serve/prometheus_scrape.hpp"
 #include "serve/slo.hpp"
 #include "serve/slo_search.hpp"
+#include "serve/load_shape.hpp"
 #include "serve/workload.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
@@ -87,6 +88,7 @@ struct CaseReport {
   size_t not_sent = 0;
   ClientOverhead client;
   std::optional<PrefixCacheReport> prefix_cache;
+  std::vector<RampWindow> ramp;  // --rate-ramp: each step's (or window's) requests
   std::optional<SloResult> slo;  // --slo given: each term's value and whether the case met them
   std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
   std::filesystem::path requests_path;    // requests.jsonl

@@ -109,6 +109,36 @@ json case_json(const CaseReport& c) {
     if (!pc->note.empty()) p["note"] = pc->note;
     j["prefix_cache"] = std::move(p);
   }
+  if (!c.ramp.empty()) {
+    json windows = json::array();
+    for (const auto& w : c.ramp) {
+      const auto& m = w.metrics;
+      auto p99 = [](const MetricStats& s) {
+        auto it = s.percentiles_ms.find(99.0);
+        return it == s.percentiles_ms.end() ? 0.0 : it->second;
+      };
+      json win{{"from_s", w.from_s},
+               {"to_s", w.to_s},
+               {"offered_rate", w.offered_rate},
+               {"requests", m.completed + m.failed},
+               {"completed", m.completed},
+               {"failed", m.failed},
+               {"request_throughput", m.request_throughput},
+               {"request_goodput", m.request_goodput},
+               {"ttft_median_ms", m.ttft.median_ms},
+               {"ttft_p99_ms", p99(m.ttft)},
+               {"tpot_median_ms", m.tpot.median_ms},
+               {"e2el_p99_ms", p99(m.e2el)}};
+      if (w.slo) {
+        json terms = json::array();
+        for (const auto& ch : w.slo->checks)
+          terms.push_back({{"term", ch.term.text}, {"value_ms", ch.value_ms}, {"met", ch.met}});
+        win["slo"] = {{"met", w.slo->met}, {"terms", std::move(terms)}};
+      }
+      windows.push_back(std::move(win));
+    }
+    j["ramp"] = std::move(windows);
+  }
   if (const auto& slo = c.slo) {
     json terms = json::array();
     for (const auto& ch : slo->checks)
@@ -368,6 +398,19 @@ std::string summary_text(const BenchmarkReport& r) {
         out += fmt::format("SLO {} {}: {} (goodput {:.2f} req/s)\n", c.label, c.slo->met ? "met" : "NOT met",
                            terms, c.metrics.request_goodput);
       }
+    for (const auto& c : r.cases) {
+      if (c.ramp.empty()) continue;
+      out += fmt::format("\nRate ramp {}:\n  {:>13} {:>10} {:>8} {:>10} {:>14}{}\n", c.label, "window s", "offered",
+                         "sent", "req/s", "TTFT p50/p99", c.ramp.front().slo ? "  SLO" : "");
+      for (const auto& w : c.ramp) {
+        auto it = w.metrics.ttft.percentiles_ms.find(99.0);
+        out += fmt::format("  {:>6.1f}-{:<6.1f} {:>10.2f} {:>8} {:>10.2f} {:>6.1f}/{:<7.1f}{}\n", w.from_s, w.to_s,
+                           w.offered_rate, w.metrics.completed + w.metrics.failed, w.metrics.request_throughput,
+                           w.metrics.ttft.median_ms,
+                           it == w.metrics.ttft.percentiles_ms.end() ? 0.0 : it->second,
+                           w.slo ? (w.slo->met ? "  met" : "  NOT met") : "");
+      }
+    }
     if (const auto& ss = r.slo_search) {
       out += fmt::format("\nSLO search ({}, {}):\n", to_string(ss->settings.variable), knee_line(*ss));
       out += fmt::format("  {:>12} {:>9} {:>10} {:>10}  {}\n", ss->settings.variable == SearchVariable::kConcurrency

@@ -24,6 +24,7 @@
 #include "serve/gpu_names.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
+#include "serve/load_shape.hpp"
 #include "serve/model_files.hpp"
 #include "serve/profiling.hpp"
 #include "serve/prometheus_scrape.hpp"
@@ -313,12 +314,22 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.request.model = model_field;
   lo.request.ignore_eos = c.client.ignore_eos;
   lo.request.continuous_usage = c.client.continuous_usage;
+  // A rate ramp's schedule sets how many requests the case sends.
+  std::vector<double> ramp;
+  if (c.client.rate_ramp) {
+    ramp = ramp_schedule(*c.client.rate_ramp, c.client.burstiness, c.client.seed);
+    n = std::max<size_t>(ramp.size(), 1);
+  }
   Workload workload = make_workload(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
   lo.prompts = std::move(workload.prompts);
   if (prefix) *prefix = workload.prefix;
   lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
   if (!workload.schedule_s.empty()) {
     lo.schedule_s = std::move(workload.schedule_s);
+    lo.num_prompts = lo.schedule_s.size();
+  }
+  if (!ramp.empty()) {
+    lo.schedule_s = std::move(ramp);
     lo.num_prompts = lo.schedule_s.size();
   }
   if (!workload.sessions.empty()) {
@@ -536,6 +547,8 @@ class CaseRunner {
     cr.client.connections_opened = result.connections_opened;
     if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, endpoint);
     if (!c_.client.slo_terms.empty()) cr.slo = evaluate_slo(c_.client.slo_terms, cr.metrics);
+    if (c_.client.rate_ramp)
+      cr.ramp = ramp_windows(*c_.client.rate_ramp, result.records, mi.percentiles, mi.slo, c_.client.slo_terms);
     cr.raw_result_path = case_dir / "benchmark_serving_result.json";
     cr.requests_path = case_dir / "requests.jsonl";
     write_raw_result(cr, result.records, w, model_field);

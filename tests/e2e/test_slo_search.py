@@ -130,3 +130,20 @@ def test_a_search_stopped_by_its_budget_keeps_its_probes(magpie, tmp_path, slott
     assert s["knee"] == {"highest_pass": 2, "lowest_fail": None}
     assert "stopped by its budget after 2 probes" in proc.stderr
     assert len(report["cases"]) == 4
+
+
+def test_a_search_cut_short_by_the_timeout_keeps_its_probes(magpie, tmp_path, slotted_stub):
+    """The whole search takes about 9 s (four probes of two runs); its first probe about 2 s.
+    The run's 5 s timeout ends it in between: what was probed is kept, the bracket so far reported."""
+    url = slotted_stub(3)
+    proc, report, _ = run(magpie, ["vllm", "--endpoint", url, *COMMON, "--search", "concurrency",
+                                   "--search-range", "1:16", "--timeout", "5"], tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["status"] == "timeout" and report["complete"] is False
+    s = report["slo_search"]
+    assert s["status"] == "interrupted" and s["probes"], s
+    assert "cut short after" in s["summary"]
+    assert s["probes"][0]["value"] == 1 and s["probes"][0]["verdict"] == "pass"
+    assert s["knee"]["highest_pass"] >= 1
+    labels = {c["label"] for c in report["cases"]}
+    assert all(set(p["runs"]) <= labels for p in s["probes"])
