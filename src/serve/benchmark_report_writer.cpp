@@ -113,10 +113,6 @@ json case_json(const CaseReport& c) {
     json windows = json::array();
     for (const auto& w : c.ramp) {
       const auto& m = w.metrics;
-      auto p99 = [](const MetricStats& s) {
-        auto it = s.percentiles_ms.find(99.0);
-        return it == s.percentiles_ms.end() ? 0.0 : it->second;
-      };
       json win{{"from_s", w.from_s},
                {"to_s", w.to_s},
                {"offered_rate", w.offered_rate},
@@ -126,9 +122,9 @@ json case_json(const CaseReport& c) {
                {"request_throughput", m.request_throughput},
                {"request_goodput", m.request_goodput},
                {"ttft_median_ms", m.ttft.median_ms},
-               {"ttft_p99_ms", p99(m.ttft)},
+               {"ttft_p99_ms", percentile_or_zero(m.ttft, 99)},
                {"tpot_median_ms", m.tpot.median_ms},
-               {"e2el_p99_ms", p99(m.e2el)}};
+               {"e2el_p99_ms", percentile_or_zero(m.e2el, 99)}};
       if (w.slo) {
         json terms = json::array();
         for (const auto& ch : w.slo->checks)
@@ -403,11 +399,9 @@ std::string summary_text(const BenchmarkReport& r) {
       out += fmt::format("\nRate ramp {}:\n  {:>13} {:>10} {:>8} {:>10} {:>14}{}\n", c.label, "window s", "offered",
                          "sent", "req/s", "TTFT p50/p99", c.ramp.front().slo ? "  SLO" : "");
       for (const auto& w : c.ramp) {
-        auto it = w.metrics.ttft.percentiles_ms.find(99.0);
         out += fmt::format("  {:>6.1f}-{:<6.1f} {:>10.2f} {:>8} {:>10.2f} {:>6.1f}/{:<7.1f}{}\n", w.from_s, w.to_s,
                            w.offered_rate, w.metrics.completed + w.metrics.failed, w.metrics.request_throughput,
-                           w.metrics.ttft.median_ms,
-                           it == w.metrics.ttft.percentiles_ms.end() ? 0.0 : it->second,
+                           w.metrics.ttft.median_ms, percentile_or_zero(w.metrics.ttft, 99),
                            w.slo ? (w.slo->met ? "  met" : "  NOT met") : "");
       }
     }

@@ -1,8 +1,9 @@
 """Rate ramps (`--rate-ramp`, issue 30 item 5) against the timed stub with a
 fixed number of slots: N slots each held S = TTFT + (OSL - 1) * ITL ms serve
 N / S req/s. A step below that rate queues nothing (TTFT p99 = the stub's TTFT);
-a step above it queues more with every request. The steps sit 25% and more
-either side of the capacity, so the verdicts do not depend on machine load."""
+a step above it queues more with every request. The steps sit 20% and more
+either side of the capacity and the SLO is on the median TTFT with 80 ms to
+spare, so a few requests delayed by a loaded machine do not flip a verdict."""
 import sys
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from test_serving_keys import run, start_stub  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-TTFT_MS, ITL_MS, OSL, SLOTS = 40, 20, 4, 2
-CAPACITY = SLOTS * 1000 / (TTFT_MS + (OSL - 1) * ITL_MS)  # 20 req/s
+TTFT_MS, ITL_MS, OSL, SLOTS = 100, 20, 4, 2
+CAPACITY = SLOTS * 1000 / (TTFT_MS + (OSL - 1) * ITL_MS)  # 12.5 req/s
+LIMIT_MS = 180
 
 
 @pytest.fixture
@@ -27,11 +29,11 @@ def slotted_stub():
 
 
 def test_rate_steps_cross_the_stubs_capacity(magpie, tmp_path, slotted_stub):
-    rates = [5, 15, 25, 35]  # 0.25x, 0.75x, 1.25x, 1.75x the capacity
+    rates = [4, 10, 16, 22]  # 0.32x, 0.8x, 1.28x, 1.76x the capacity
     proc, report, ws = run(magpie, ["vllm", "--endpoint", slotted_stub, "--input-len", "8", "--output-len", str(OSL),
                                     "--range-ratio", "0", "--token-id-max", "4000", "--warmups", "0",
-                                    "--concurrency", "256", "--burstiness", "10000", "--slo", "ttft_p99<=80ms",
-                                    "--rate-ramp", "steps:5,35,6,4"], tmp_path)
+                                    "--concurrency", "256", "--burstiness", "10000", "--slo", f"ttft_p50<={LIMIT_MS}ms",
+                                    "--rate-ramp", "steps:4,22,6,4"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (case,) = report["cases"]
     windows = case["ramp"]
@@ -43,8 +45,8 @@ def test_rate_steps_cross_the_stubs_capacity(magpie, tmp_path, slotted_stub):
         below = rate < CAPACITY
         assert w["slo"]["met"] is below, w
         if below:
-            assert TTFT_MS <= w["ttft_p99_ms"] < 80, w
-    assert windows[3]["ttft_p99_ms"] > windows[2]["ttft_p99_ms"] > 80
+            assert TTFT_MS <= w["ttft_median_ms"] < LIMIT_MS, w
+    assert windows[3]["ttft_median_ms"] > windows[2]["ttft_median_ms"] > LIMIT_MS
     assert case["num_prompts"] == sum(w["requests"] for w in windows)
     summary = (ws / "summary.txt").read_text()
     assert "Rate ramp CONC256_ISL8_OSL4:" in summary and "NOT met" in summary, summary
