@@ -68,6 +68,30 @@ void ServeOptions::register_with(CLI::App* sub) {
   add(sub, "--range-ratio", range_ratio_, "Random lengths within ±ratio (default 0.5)", ours);
   add(sub, "--prefix-len", prefix_len_, "Shared prefix tokens on every random prompt (with --prefix-pool: each pool prefix's length)", ours);
   add(sub, "--slo", slo_, "SLOs each case is checked against: \"ttft_p99<=2s,tpot_p50<=50ms\"", ours);
+  add(sub, "--rate-ramp", rate_ramp_,
+      "Ramp the request rate during each case: linear:FROM,TO,SECONDS[,WINDOWS] or\n"
+      "steps:FROM,TO,SECONDS,N (req/s; e.g. steps:5,40,60,8). The report's cases[].ramp has\n"
+      "each step's (or window's) offered rate, throughput, latencies and --slo verdict", ours);
+  const char* search = "Serving benchmark: SLO search (docs/BENCHMARK_KEYS.md, \"SLO search\")";
+  add(sub, "--search", search_,
+      "Find the highest request_rate (or concurrency) whose runs meet --slo: double from the\n"
+      "range's low end until a probe fails, then bisect to --search-step. Each probe is\n"
+      "--search-repeats runs; one within run-to-run noise of a limit gets more runs, then\n"
+      "counts as failing (uncertain). Report: slo_search (the curve and the knee).\n"
+      "e.g. --slo \"ttft_p99<=2s\" --search request_rate --search-range 1:64",
+      search)
+      ->check(CLI::IsMember({"request_rate", "concurrency"}));
+  add(sub, "--search-range", search_range_, "MIN:MAX values the search may probe (concurrency: whole numbers)", search);
+  add(sub, "--search-step", search_step_,
+      "The knee's resolution: stop when pass and fail are this close (default: MIN for a rate, 1)", search);
+  add(sub, "--search-repeats", search_repeats_, "Runs per probe (default 2)", search);
+  add(sub, "--search-max-repeats", search_max_repeats_, "Runs for a probe within noise (default 4)", search);
+  add(sub, "--search-noise", search_noise_,
+      "Least run-to-run noise assumed, as a fraction (default 0.05: a term within 5% of its limit is uncertain)",
+      search);
+  add(sub, "--search-max-probes", search_max_probes_, "Budget: values probed at most (default 12)", search);
+  add(sub, "--search-max-time", search_max_time_,
+      "Budget: seconds after which no new probe starts (default none; --timeout still applies)", search);
   add(sub, "--prefix-pool", prefix_pool_, "A pool of N shared prefixes of --prefix-len tokens", ours);
   add(sub, "--prefix-reuse", prefix_reuse_, "Fraction of requests that start with a pool prefix (default 1)", ours);
   add(sub, "--token-id-max", token_id_max_,
@@ -172,6 +196,15 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   i(num_sessions_, f.num_sessions);
   s(think_time_, f.think_time);
   s(slo_, f.slo);
+  s(search_, f.search);
+  s(rate_ramp_, f.rate_ramp);
+  s(search_range_, f.search_range);
+  d(search_step_, f.search_step);
+  d(search_noise_, f.search_noise);
+  d(search_max_time_, f.search_max_time);
+  i(search_repeats_, f.search_repeats);
+  i(search_max_repeats_, f.search_max_repeats);
+  i(search_max_probes_, f.search_max_probes);
   s(session_header_, f.session_header);
   d(trace_speedup_, f.trace_speedup);
   if (given(&seed_)) f.seed = seed_;

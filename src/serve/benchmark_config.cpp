@@ -564,6 +564,37 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     se.concurrency = v.integer(cl, p, "session_concurrency", se.concurrency, NumberKind::kPositiveInt);
     se.num_sessions = v.integer(cl, p, "num_sessions", se.num_sessions, NumberKind::kPositiveInt);
     o.trace_speedup = v.number(cl, p, "trace_speedup", o.trace_speedup, NumberKind::kPositive);
+    if (Values::has(cl, "rate_ramp")) {
+      auto ramp_text = v.text(cl, p, "rate_ramp", "");
+      try {
+        o.rate_ramp = parse_rate_ramp(ramp_text, Values::join(p, "rate_ramp"));
+      } catch (const Error&) {
+        v.fail(cl["rate_ramp"], Values::join(p, "rate_ramp"),
+               "linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N (rates in req/s)");
+      }
+    }
+    if (auto se_node = v.section(cl, p, "search"); se_node.IsMap()) {
+      const auto sp = Values::join(p, "search");
+      SloSearchSettings ss;
+      auto var = v.text(se_node, sp, "variable", "request_rate");
+      if (var != "request_rate" && var != "concurrency")
+        v.fail(se_node["variable"], Values::join(sp, "variable"), "request_rate or concurrency");
+      ss.variable = var == "concurrency" ? SearchVariable::kConcurrency : SearchVariable::kRequestRate;
+      for (const char* key : {"min", "max"})
+        if (!Values::has(se_node, key))
+          v.fail(se_node, Values::join(sp, key), "the search range's low and high ends (min: and max:)",
+                 "e.g. search: {variable: request_rate, min: 1, max: 64}");
+      ss.min = v.number(se_node, sp, "min", 0, NumberKind::kPositive);
+      ss.max = v.number(se_node, sp, "max", 0, NumberKind::kPositive);
+      ss.step = v.number(se_node, sp, "step", 0, NumberKind::kPositive);
+      ss.repeats = v.integer(se_node, sp, "repeats", ss.repeats, NumberKind::kPositiveInt);
+      ss.max_repeats = v.integer(se_node, sp, "max_repeats", std::max(ss.repeats, ss.max_repeats), NumberKind::kPositiveInt);
+      ss.noise = v.number(se_node, sp, "noise", ss.noise, NumberKind::kNonNegative);
+      ss.max_probes = v.integer(se_node, sp, "max_probes", ss.max_probes, NumberKind::kPositiveInt);
+      ss.max_time_s = v.number(se_node, sp, "max_time_s", ss.max_time_s, NumberKind::kNonNegative);
+      check_search(ss, fmt::format("{}: {}", origin, sp));
+      o.search = ss;
+    }
   }
   // The public tool's env names for two client knobs (checked as numbers above); client: wins.
   const YAML::Node client_section = v.section(b, top, "client");
@@ -619,6 +650,48 @@ void apply_client_only_names(BenchmarkConfig& c, bool endpoint_given, bool api_g
                 "", std::nullopt, "use openai-chat with /v1/chat/completions, openai with /v1/completions");
   if (by_backend) c.client.api = *by_backend;
   else if (by_path) c.client.api = *by_path;
+}
+
+}  // namespace
+
+namespace {
+
+// A rate ramp sets the schedule itself; the search varies one case against --slo.
+// Checked where the flags are applied (exit 2).
+void check_load_shape(const BenchmarkConfig& c) {
+  if (c.client.rate_ramp) {
+    const auto& o = c.client;
+    std::string clash;
+    if (o.search) clash = "--search (it sets the rate of each probe)";
+    else if (o.duration_s > 0) clash = "--duration (the ramp's SECONDS bound the case)";
+    else if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
+      clash = "--request-rate (the ramp sets the rate)";
+    else if (workload_kind(o.dataset).needs_path && (o.dataset == "mooncake" || o.dataset == "timed_jsonl"))
+      clash = "dataset " + o.dataset + " (its timestamps set the schedule)";
+    else if (o.dataset == "synthetic_sessions" || o.dataset == "sharegpt_sessions")
+      clash = "dataset " + o.dataset + " (turns follow replies, not a schedule)";
+    if (!clash.empty())
+      throw Error(ErrorKind::kUsage, fmt::format("--rate-ramp '{}' cannot be combined with {}", o.rate_ramp->text, clash),
+                  "", std::nullopt, "drop one of them");
+  }
+  if (!c.client.search) return;
+  const char* what = to_string(c.client.search->variable);
+  if (c.client.slo_terms.empty())
+    throw Error(ErrorKind::kUsage, fmt::format("the SLO search ({}) needs SLOs to meet", what), "", std::nullopt,
+                "add --slo \"ttft_p99<=2s,tpot_p50<=50ms\" (client.slo in the YAML)");
+  const size_t ncases = c.cases().size();
+  if (ncases != 1)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("the SLO search ({}) varies one case, and {} were given (a concurrency or rate "
+                            "list, or sweep_matrix cases)",
+                            what, ncases),
+                "", std::nullopt, "give one --concurrency and one --request-rate");
+  if (c.client.search->variable == SearchVariable::kRequestRate &&
+      (c.client.dataset == "mooncake" || c.client.dataset == "timed_jsonl"))
+    throw Error(ErrorKind::kUsage,
+                fmt::format("a request-rate search cannot vary dataset {}: its timestamps set the rate",
+                            c.client.dataset),
+                "", std::nullopt, "search concurrency, or scale the trace with --trace-speedup");
 }
 
 }  // namespace
@@ -709,6 +782,46 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   if (f.dataset_path) o.dataset_path = *f.dataset_path;
   if (f.api) o.api = *f.api == "chat" ? ApiKind::kChat : ApiKind::kCompletions;
   if (f.slo) o.slo_terms = parse_slo(*f.slo, "--slo");
+  if (f.search || f.search_range || f.search_step || f.search_noise || f.search_max_time || f.search_repeats ||
+      f.search_max_repeats || f.search_max_probes) {
+    SloSearchSettings ss = o.search.value_or(SloSearchSettings{});
+    if (f.search) {
+      if (*f.search != "request_rate" && *f.search != "concurrency")
+        throw config_value_error({"--search"}, "--search", "request_rate or concurrency", *f.search);
+      ss.variable = *f.search == "concurrency" ? SearchVariable::kConcurrency : SearchVariable::kRequestRate;
+    } else if (!o.search) {
+      throw Error(ErrorKind::kUsage, "the --search-* options tune an SLO search, and none was asked for", "",
+                  std::nullopt, "add --search request_rate (or concurrency) --search-range MIN:MAX");
+    }
+    if (f.search_range) {
+      auto colon = f.search_range->find(':');
+      std::optional<double> lo, hi;
+      if (colon != std::string::npos) {
+        lo = parse_number(f.search_range->substr(0, colon), NumberKind::kNonNegative);
+        hi = parse_number(f.search_range->substr(colon + 1), NumberKind::kNonNegative);
+      }
+      if (!lo || !hi)
+        throw config_value_error({"--search-range"}, "--search-range", "MIN:MAX, two numbers (e.g. 1:64)",
+                                 *f.search_range);
+      ss.min = *lo;
+      ss.max = *hi;
+    } else if (!o.search) {
+      throw Error(ErrorKind::kUsage, "--search needs --search-range MIN:MAX: the values it may probe", "",
+                  std::nullopt, "e.g. --search request_rate --search-range 1:64");
+    }
+    if (f.search_step) ss.step = *f.search_step;
+    if (f.search_noise) ss.noise = *f.search_noise;
+    if (f.search_max_time) ss.max_time_s = *f.search_max_time;
+    if (f.search_repeats) {
+      ss.repeats = *f.search_repeats;
+      if (!f.search_max_repeats) ss.max_repeats = std::max(ss.max_repeats, ss.repeats);
+    }
+    if (f.search_max_repeats) ss.max_repeats = *f.search_max_repeats;
+    if (f.search_max_probes) ss.max_probes = *f.search_max_probes;
+    check_search(ss, f.search_range ? "--search-range" : "--search");
+    o.search = ss;
+  }
+  if (f.rate_ramp) o.rate_ramp = parse_rate_ramp(*f.rate_ramp, "--rate-ramp");
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;
@@ -737,6 +850,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
     o.trace_speedup = *f.trace_speedup;
   }
   apply_client_only_names(c, f.endpoint.has_value(), f.api.has_value());
+  check_load_shape(c);
 }
 
 void validate(const BenchmarkConfig& c) {
@@ -768,6 +882,7 @@ void validate(const BenchmarkConfig& c) {
   if (c.timeout_seconds < 0)
     throw Error(ErrorKind::kUsage, fmt::format("timeout_seconds {}: use 0 (none) or more", c.timeout_seconds));
   (void)c.cases();  // parses every number
+
 }
 
 }  // namespace magpie::serve

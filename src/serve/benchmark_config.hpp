@@ -14,6 +14,8 @@
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/slo.hpp"
+#include "serve/slo_search.hpp"
+#include "serve/load_shape.hpp"
 
 namespace magpie::serve {
 
@@ -37,6 +39,8 @@ struct ClientOptions {
   double duration_s = 0;  // > 0: time-bounded instead of NUM_PROMPTS
   GoodputSlo slo;
   std::vector<SloTerm> slo_terms;  // --slo / client.slo: each case met them or not
+  std::optional<SloSearchSettings> search;
+  std::optional<RateRamp> rate_ramp;  // --rate-ramp / client.rate_ramp: the rate changes during a case  // --search / client.search: the highest rate meeting slo_terms
   std::vector<double> percentiles{50, 90, 95, 99};
   uint64_t seed = 0;
   int32_t token_id_min = 100, token_id_max = 30000;
@@ -161,6 +165,10 @@ struct BenchmarkFlags {
   std::optional<std::string> think_time, session_header;
   std::optional<double> trace_speedup;
   std::optional<uint64_t> seed;
+  // SLO search (serve/slo_search.hpp).
+  std::optional<std::string> search, search_range, rate_ramp;
+  std::optional<double> search_step, search_noise, search_max_time;
+  std::optional<int64_t> search_repeats, search_max_repeats, search_max_probes;
   std::vector<std::string> extra_engine_args;
   std::vector<std::string> envs;  // KEY=VALUE
 };

@@ -116,7 +116,9 @@ const Key& schema() {
              leaf("token_id_max"),
              leaf("request_timeout_s"), leaf("served_model_name"), leaf("slo"), leaf("slo_ttft_ms"), leaf("slo_tpot_ms"),
              leaf("slo_e2el_ms"), leaf("turns"), leaf("system_prompt_len"), leaf("think_time"),
-             leaf("session_header"), leaf("session_concurrency"), leaf("num_sessions"), leaf("trace_speedup")})});
+             leaf("session_header"), leaf("session_concurrency"), leaf("num_sessions"), leaf("trace_speedup"), leaf("rate_ramp"),
+             node("search", {leaf("variable"), leaf("min"), leaf("max"), leaf("step"), leaf("repeats"),
+                             leaf("max_repeats"), leaf("noise"), leaf("max_probes"), leaf("max_time_s")})})});
   return root;
 }
 

@@ -19,6 +19,8 @@
 #include "serve/model_files.hpp"
 #include "serve/prometheus_scrape.hpp"
 #include "serve/slo.hpp"
+#include "serve/slo_search.hpp"
+#include "serve/load_shape.hpp"
 #include "serve/workload.hpp"
 #include "serve/serving_metrics.hpp"
 #include "serve/system_profiler.hpp"
@@ -86,6 +88,7 @@ struct CaseReport {
   size_t not_sent = 0;
   ClientOverhead client;
   std::optional<PrefixCacheReport> prefix_cache;
+  std::vector<RampWindow> ramp;  // --rate-ramp: each step's (or window's) requests
   std::optional<SloResult> slo;  // --slo given: each term's value and whether the case met them
   std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
   std::filesystem::path requests_path;    // requests.jsonl
@@ -122,6 +125,8 @@ struct BenchmarkReport {
   std::optional<GpuSelection> gpu_selection;  // absent: no selection asked for
   std::optional<ServerInfo> server;           // absent: it never got that far
   std::vector<CaseReport> cases;
+  // --search: every probe (its runs are cases above) and the knee.
+  std::optional<SloSearchResult> slo_search;
   // Server-side view: /metrics before and after the run (absent when the server died).
   std::optional<std::pair<PrometheusScrape, PrometheusScrape>> server_metrics;
   std::string server_metrics_prefix;  // "vllm:" or "" (all)

@@ -109,6 +109,32 @@ json case_json(const CaseReport& c) {
     if (!pc->note.empty()) p["note"] = pc->note;
     j["prefix_cache"] = std::move(p);
   }
+  if (!c.ramp.empty()) {
+    json windows = json::array();
+    for (const auto& w : c.ramp) {
+      const auto& m = w.metrics;
+      json win{{"from_s", w.from_s},
+               {"to_s", w.to_s},
+               {"offered_rate", w.offered_rate},
+               {"requests", m.completed + m.failed},
+               {"completed", m.completed},
+               {"failed", m.failed},
+               {"request_throughput", m.request_throughput},
+               {"request_goodput", m.request_goodput},
+               {"ttft_median_ms", m.ttft.median_ms},
+               {"ttft_p99_ms", percentile_or_zero(m.ttft, 99)},
+               {"tpot_median_ms", m.tpot.median_ms},
+               {"e2el_p99_ms", percentile_or_zero(m.e2el, 99)}};
+      if (w.slo) {
+        json terms = json::array();
+        for (const auto& ch : w.slo->checks)
+          terms.push_back({{"term", ch.term.text}, {"value_ms", ch.value_ms}, {"met", ch.met}});
+        win["slo"] = {{"met", w.slo->met}, {"terms", std::move(terms)}};
+      }
+      windows.push_back(std::move(win));
+    }
+    j["ramp"] = std::move(windows);
+  }
   if (const auto& slo = c.slo) {
     json terms = json::array();
     for (const auto& ch : slo->checks)
@@ -116,6 +142,44 @@ json case_json(const CaseReport& c) {
     j["slo"] = {{"met", slo->met}, {"terms", std::move(terms)}};
   }
   return j;
+}
+
+json slo_search_json(const SloSearchResult& r) {
+  const auto& s = r.settings;
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json probes = json::array();
+  for (const auto& p : r.probes) {
+    json terms = json::array();
+    for (const auto& t : p.terms)
+      terms.push_back({{"term", t.term.text},
+                       {"limit_ms", t.term.limit_ms},
+                       {"value_ms", t.value_ms},
+                       {"values_ms", t.values_ms},
+                       {"noise_floor", t.noise_floor},
+                       {"verdict", to_string(t.verdict)},
+                       {"reason", t.reason}});
+    json runs = json::array();
+    for (const auto& run : p.runs) runs.push_back(run.case_label);
+    probes.push_back({{"value", p.value},
+                      {"verdict", to_string(p.verdict)},
+                      {"request_throughput", p.request_throughput},
+                      {"request_goodput", p.request_goodput},
+                      {"runs", std::move(runs)},
+                      {"terms", std::move(terms)}});
+  }
+  return {{"variable", to_string(s.variable)},
+          {"range", {s.min, s.max}},
+          {"step", s.resolved_step()},
+          {"repeats", s.repeats},
+          {"max_repeats", s.max_repeats},
+          {"noise", s.noise},
+          {"max_probes", s.max_probes},
+          {"max_time_s", s.max_time_s},
+          {"status", to_string(r.status)},
+          {"knee", {{"highest_pass", opt(r.highest_pass)}, {"lowest_fail", opt(r.lowest_fail)}}},
+          {"summary", knee_line(r)},
+          {"elapsed_s", r.elapsed_s},
+          {"probes", std::move(probes)}};
 }
 
 json server_json(const ServerInfo& s) {
@@ -262,6 +326,7 @@ json report_json(const BenchmarkReport& r) {
   j["config"] = std::move(config);
   if (r.server) j["server"] = server_json(*r.server);
   for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
+  if (const auto& ss = r.slo_search) j["slo_search"] = slo_search_json(*ss);
   if (!r.cases.empty()) {
     // Magpie's top-level blocks: the first case (the only one without a sweep).
     const auto& m = r.cases.front().metrics;
@@ -321,7 +386,7 @@ std::string summary_text(const BenchmarkReport& r) {
     out += fmt::format("  Send lateness vs schedule (p50/p99): {:.3f} ms / {:.3f} ms\n",
                        percentile_or_zero(m.send_lateness, 50), percentile_or_zero(m.send_lateness, 99));
     for (const auto& c : r.cases)
-      if (c.slo) {
+      if (c.slo && !r.slo_search) {
         std::string terms;
         for (const auto& ch : c.slo->checks)
           terms += fmt::format("{}{} {:.2f} ms {}", terms.empty() ? "" : ", ", ch.term.text, ch.value_ms,
@@ -329,6 +394,31 @@ std::string summary_text(const BenchmarkReport& r) {
         out += fmt::format("SLO {} {}: {} (goodput {:.2f} req/s)\n", c.label, c.slo->met ? "met" : "NOT met",
                            terms, c.metrics.request_goodput);
       }
+    for (const auto& c : r.cases) {
+      if (c.ramp.empty()) continue;
+      out += fmt::format("\nRate ramp {}:\n  {:>13} {:>10} {:>8} {:>10} {:>14}{}\n", c.label, "window s", "offered",
+                         "sent", "req/s", "TTFT p50/p99", c.ramp.front().slo ? "  SLO" : "");
+      for (const auto& w : c.ramp) {
+        out += fmt::format("  {:>6.1f}-{:<6.1f} {:>10.2f} {:>8} {:>10.2f} {:>6.1f}/{:<7.1f}{}\n", w.from_s, w.to_s,
+                           w.offered_rate, w.metrics.completed + w.metrics.failed, w.metrics.request_throughput,
+                           w.metrics.ttft.median_ms, percentile_or_zero(w.metrics.ttft, 99),
+                           w.slo ? (w.slo->met ? "  met" : "  NOT met") : "");
+      }
+    }
+    if (const auto& ss = r.slo_search) {
+      out += fmt::format("\nSLO search ({}, {}):\n", to_string(ss->settings.variable), knee_line(*ss));
+      out += fmt::format("  {:>12} {:>9} {:>10} {:>10}  {}\n", ss->settings.variable == SearchVariable::kConcurrency
+                                                                 ? "concurrency" : "rate req/s",
+                         "verdict", "req/s", "goodput", "terms (median ms over runs)");
+      for (const auto& p : ss->probes) {
+        std::string terms;
+        for (const auto& t : p.terms)
+          terms += fmt::format("{}{} {:.2f} ({})", terms.empty() ? "" : ", ", t.term.text, t.value_ms,
+                               to_string(t.verdict));
+        out += fmt::format("  {:>12g} {:>9} {:>10.2f} {:>10.2f}  {}\n", p.value, to_string(p.verdict),
+                           p.request_throughput, p.request_goodput, terms);
+      }
+    }
     if (const auto& pc = r.cases.front().prefix_cache) {
       out += fmt::format("\nPrefix pool: {} prefixes of {} tokens on {} of {} requests (target reuse {:.2f})\n",
                          pc->plan.pool, pc->plan.prefix_len, pc->plan.reusing, pc->plan.requests,

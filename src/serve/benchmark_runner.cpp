@@ -24,6 +24,7 @@
 #include "serve/gpu_names.hpp"
 #include "serve/http_client.hpp"
 #include "serve/load_generator.hpp"
+#include "serve/load_shape.hpp"
 #include "serve/model_files.hpp"
 #include "serve/profiling.hpp"
 #include "serve/prometheus_scrape.hpp"
@@ -294,12 +295,22 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   lo.request.model = model_field;
   lo.request.ignore_eos = c.client.ignore_eos;
   lo.request.continuous_usage = c.client.continuous_usage;
+  // A rate ramp's schedule sets how many requests the case sends.
+  std::vector<double> ramp;
+  if (c.client.rate_ramp) {
+    ramp = ramp_schedule(*c.client.rate_ramp, c.client.burstiness, c.client.seed);
+    n = std::max<size_t>(ramp.size(), 1);
+  }
   Workload workload = make_workload(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
   lo.prompts = std::move(workload.prompts);
   if (prefix) *prefix = workload.prefix;
   lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
   if (!workload.schedule_s.empty()) {
     lo.schedule_s = std::move(workload.schedule_s);
+    lo.num_prompts = lo.schedule_s.size();
+  }
+  if (!ramp.empty()) {
+    lo.schedule_s = std::move(ramp);
     lo.num_prompts = lo.schedule_s.size();
   }
   if (!workload.sessions.empty()) {
@@ -369,8 +380,12 @@ class CaseRunner {
     const auto& endpoint = server_.plan().endpoint;
     auto before = scrape_metrics(endpoint);
     auto cases = c_.cases();
-    for (size_t ci = 0; ci < cases.size(); ++ci)
-      if (!run_case(cases, ci, model_field)) break;
+    if (c_.client.search) {
+      run_search(cases.front(), model_field);
+    } else {
+      for (size_t ci = 0; ci < cases.size(); ++ci)
+        if (!run_case(cases[ci], ci, cases.size(), cases.size() == 1 ? "" : cases[ci].label(), model_field)) break;
+    }
     if (server_.alive() && !stop_.stopped()) {
       report_.server_metrics.emplace(before, scrape_metrics(endpoint));
       report_.server_metrics_prefix = c_.framework == "vllm" ? "vllm:" : "";
@@ -380,12 +395,58 @@ class CaseRunner {
   }
 
  private:
-  // False when the run must end here.
-  bool run_case(const std::vector<WorkloadCase>& cases, size_t ci, const std::string& model_field) {
-    const auto& w = cases[ci];
+  // The SLO search: each probe's runs are cases of their own (cases/LABEL_runN).
+  void run_search(const WorkloadCase& base, const std::string& model_field) {
+    const auto& s = *c_.client.search;
+    size_t ci = 0;
+    SearchHooks hooks;
+    hooks.now_s = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+    hooks.on_line = [this](const std::string& line) {
+      if (ctx_.progress || !ctx_.on_progress) std::cerr << line << "\n";
+      if (ctx_.on_progress) ctx_.on_progress(0, std::nullopt, line);
+    };
+    hooks.measure = [&](double value, int64_t run_index) -> std::optional<SearchRun> {
+      if (stop_.stopped()) return std::nullopt;
+      WorkloadCase w = base;
+      if (s.variable == SearchVariable::kConcurrency) {
+        w.concurrency = static_cast<int64_t>(value);
+        if (!w.num_prompts_given) w.num_prompts = w.concurrency * 10;
+      } else {
+        w.request_rate = value;
+      }
+      const std::string label = fmt::format("{}_run{}", w.label(), run_index + 1);
+      const size_t before = report_.cases.size();
+      const bool go_on = run_case(w, ci, ci + 1, label, model_field);
+      ++ci;
+      if (report_.cases.size() == before || !report_.cases.back().complete) return std::nullopt;
+      const auto& cr = report_.cases.back();
+      SearchRun run;
+      run.case_label = cr.label;
+      if (cr.slo) run.slo = *cr.slo;
+      run.request_throughput = cr.metrics.request_throughput;
+      run.request_goodput = cr.metrics.request_goodput;
+      run.completed = static_cast<int64_t>(cr.metrics.completed);
+      run.failed = static_cast<int64_t>(cr.metrics.failed);
+      if (!go_on) return std::nullopt;
+      return run;
+    };
+    hooks.on_line(fmt::format("slo search: {} in {:g}..{:g}, step {:g}, {} run(s) a probe, SLOs {}",
+                              to_string(s.variable), s.min, s.max, s.resolved_step(), s.repeats,
+                              slo_text(c_.client.slo_terms)));
+    report_.slo_search = run_slo_search(s, hooks);
+    const auto& r = *report_.slo_search;
+    hooks.on_line("slo search: " + knee_line(r));
+    if (r.status == SearchStatus::kNonePass)
+      report_.warnings.push_back("slo search: " + knee_line(r));
+  }
+
+  // False when the run must end here. `dir_label`: the case's folder under cases/ ("": the workspace).
+  bool run_case(WorkloadCase w, size_t ci, size_t ncases, const std::string& dir_label,
+                const std::string& model_field) {
     const auto& endpoint = server_.plan().endpoint;
-    fs::path case_dir =
-        cases.size() == 1 ? report_.workspace_dir : report_.workspace_dir / "cases" / w.label();
+    fs::path case_dir = dir_label.empty() ? report_.workspace_dir : report_.workspace_dir / "cases" / dir_label;
     fs::create_directories(case_dir);
     bool profile_this = c_.torch_profiler && !profiled_;
     size_t n = static_cast<size_t>(w.num_prompts);
@@ -395,7 +456,7 @@ class CaseRunner {
     LoadOptions lo = load_options(c_, w, n, endpoint, model_field, ctx_, stop_.flag(), &prefix);
     if (lo.num_prompts > 0) n = lo.num_prompts;  // a trace's length, or every turn of every session
     if (ctx_.on_progress) {
-      lo.on_progress = [this, ci, ncases = cases.size()](size_t done, size_t planned,
+      lo.on_progress = [this, ci, ncases](size_t done, size_t planned,
                                                          const std::string& line) {
         // Cases count as equal parts of the run.
         double part = planned ? static_cast<double>(done) / static_cast<double>(planned) : 0.0;
@@ -419,7 +480,7 @@ class CaseRunner {
     };
     if (ctx_.progress)
       std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
-                               cases.size(), w.label(), n, w.concurrency, w.request_rate);
+                               ncases, dir_label.empty() ? w.label() : dir_label, n, w.concurrency, w.request_rate);
     auto result = run_load(lo);
     // run_load returns when the last measured request has finished (or the run
     // was stopped); a case that never reached its measured requests opened no span.
@@ -453,7 +514,7 @@ class CaseRunner {
     mi.peak_concurrency = result.peak_concurrency;
 
     CaseReport cr;
-    cr.label = w.label();
+    cr.label = dir_label.empty() ? w.label() : dir_label;
     cr.concurrency = w.concurrency;
     cr.input_len = w.input_len;
     cr.output_len = w.output_len;
@@ -467,6 +528,8 @@ class CaseRunner {
     cr.client.connections_opened = result.connections_opened;
     if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, endpoint);
     if (!c_.client.slo_terms.empty()) cr.slo = evaluate_slo(c_.client.slo_terms, cr.metrics);
+    if (c_.client.rate_ramp)
+      cr.ramp = ramp_windows(*c_.client.rate_ramp, result.records, mi.percentiles, mi.slo, c_.client.slo_terms);
     cr.raw_result_path = case_dir / "benchmark_serving_result.json";
     cr.requests_path = case_dir / "requests.jsonl";
     write_raw_result(cr, result.records, w, model_field);
