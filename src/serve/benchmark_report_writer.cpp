@@ -285,6 +285,7 @@ json report_json(const BenchmarkReport& r) {
   // The kernel reports' writer: one shape of the block, throttle findings included.
   if (r.gpu_monitor) j["gpu_monitor"] = gpu::monitor_summary_json(*r.gpu_monitor);
   if (r.environment) j["environment"] = gpu::environment_json(*r.environment);
+  if (r.quality_gate) j["quality_gate"] = *r.quality_gate;
   return j;
 }
 
