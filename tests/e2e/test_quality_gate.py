@@ -55,7 +55,7 @@ class Stub:
         self.proc.wait(timeout=10)
 
 
-def config(tmp: Path, url: str, lm_eval_path, extra: str = "") -> Path:
+def config(tmp: Path, url: str, lm_eval_path, extra: str = "", tasks: str = "tiny_words") -> Path:
     path = tmp / f"bench_{abs(hash(url))}.yaml"
     path.write_text(f"""benchmark:
   framework: vllm
@@ -64,7 +64,7 @@ def config(tmp: Path, url: str, lm_eval_path, extra: str = "") -> Path:
   client: {{warmups: 1, token_id_max: 4000, request_timeout_s: 60}}
   profiler: {{}}
   quality:
-    tasks: [tiny_words]
+    tasks: [{tasks}]
     task_dir: {TASK_DIR}
     lm_eval: {lm_eval_path}
     num_concurrent: 2
@@ -120,6 +120,9 @@ def test_the_report_carries_the_gate_with_receipts(runs):
             data = (runs[name] / r["path"]).read_bytes()
             assert r["sha256"] == hashlib.sha256(data).hexdigest() and r["size_bytes"] == len(data)
         assert report["success"] is True and report["cases"], report["errors"]
+        summary = (runs[name] / "summary.txt").read_text()  # quality beside speed
+        assert "Quality gate (lm-eval): passed" in summary and \
+            f"tiny_words: exact_match,none = {accuracy:.4f}" in summary, summary
 
 
 def test_same_answers_are_same(magpie, runs):
@@ -148,6 +151,22 @@ def test_faster_but_worse_is_not_a_win(magpie, runs):
                env=runs["env"])
     assert "quality WORSE on tiny_words (-20.0 points): faster, but its answers got worse; not a win" in proc.stdout, \
         proc.stdout
+
+
+def test_a_failed_evaluation_keeps_the_timings(magpie, lm_eval, tmp_path):
+    stub = Stub(0.0)
+    try:
+        proc = run(magpie, "benchmark", "-b", config(tmp_path, stub.url, lm_eval, tasks="no_such_task"), "-o",
+                   tmp_path / "out", env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")), check=False)
+    finally:
+        stub.stop()
+    assert proc.returncode == 1, proc.stderr  # a failed benchmark
+    (ws,) = (tmp_path / "out").glob("benchmark_vllm_*")
+    report = json.loads((ws / "benchmark_report.json").read_text())
+    assert report["cases"] and report["cases"][0]["complete"] and report["throughput"]["completed_requests"] == 12
+    gate = report["quality_gate"]
+    assert gate["passed"] is False and gate["errors"], gate
+    assert any(e.startswith("quality_gate: lm_eval exit") for e in report["errors"]), report["errors"]
 
 
 def test_missing_lm_eval_stops_before_timing(magpie, tmp_path):
