@@ -27,13 +27,14 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from timed_stream_server import StubProcess  # noqa: E402
 TASK_DIR = HERE.parent / "data" / "quality"
 ITEMS = 60
 
 
 @pytest.fixture(scope="module")
 def lm_eval():
-    sys.path.insert(0, str(HERE))
     import eval_env
     try:
         return eval_env.ensure_lm_eval()
@@ -41,18 +42,8 @@ def lm_eval():
         pytest.fail(f"lm-eval could not be installed: {e}")
 
 
-class Stub:
-    def __init__(self, wrong: float, ttft_ms: float = 100):
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "timed_stream_server.py"), "--ttft-ms", str(ttft_ms),
-                                      "--itl-ms", "10", "--wrong-fraction", str(wrong)],
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("port "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+def answering_stub(wrong: float, ttft_ms: float = 100):
+    return StubProcess("--ttft-ms", ttft_ms, "--itl-ms", 10, "--wrong-fraction", wrong)
 
 
 def config(tmp: Path, url: str, lm_eval_path, extra: str = "", tasks: str = "tiny_words") -> Path:
@@ -89,7 +80,7 @@ def bench(magpie, tmp, stub, lm_eval_path, name, env):
 def runs(magpie, lm_eval, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("quality")
     env = dict(os.environ, MAGPIE_RESULTS_DB=str(tmp / "results.db"))
-    right, right_slow, wrong = Stub(0.0), Stub(0.0, ttft_ms=400), Stub(0.2)
+    right, right_slow, wrong = answering_stub(0.0), answering_stub(0.0, ttft_ms=400), answering_stub(0.2)
     try:
         return {"env": env, "a": bench(magpie, tmp, right, lm_eval, "a", env),
                 "a2": bench(magpie, tmp, right, lm_eval, "a2", env),
@@ -154,7 +145,7 @@ def test_faster_but_worse_is_not_a_win(magpie, runs):
 
 
 def test_a_failed_evaluation_keeps_the_timings(magpie, lm_eval, tmp_path):
-    stub = Stub(0.0)
+    stub = answering_stub(0.0)
     try:
         proc = run(magpie, "benchmark", "-b", config(tmp_path, stub.url, lm_eval, tasks="no_such_task"), "-o",
                    tmp_path / "out", env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")), check=False)
@@ -170,7 +161,7 @@ def test_a_failed_evaluation_keeps_the_timings(magpie, lm_eval, tmp_path):
 
 
 def test_missing_lm_eval_stops_before_timing(magpie, tmp_path):
-    stub = Stub(0.0)
+    stub = answering_stub(0.0)
     try:
         proc = run(magpie, "benchmark", "-b", config(tmp_path, stub.url, tmp_path / "no" / "lm_eval"), "-o",
                    tmp_path / "out", env=dict(os.environ, MAGPIE_RESULTS_DB=str(tmp_path / "r.db")), check=False)

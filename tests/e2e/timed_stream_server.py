@@ -298,6 +298,21 @@ class TimedStreamServer:
             self.log.flush()
 
 
+class StubProcess:
+    """This stub as a child process, for tests: `url` once it listens."""
+
+    def __init__(self, *args):
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, __file__, *map(str, args)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("port "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 async def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ttft-ms", type=float, required=True)
