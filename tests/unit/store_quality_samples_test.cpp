@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/sha256.hpp"
 #include "store/quality_samples.hpp"
 
 namespace magpie::store {
@@ -125,6 +126,44 @@ TEST_F(QualitySamplesTest, BadLinesNameTheFileAndLine) {
     EXPECT_NE(std::string(e.what()).find(f.string()), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_quality_samples(dir / "missing.jsonl"), Error);
+}
+
+// A serving workspace whose report lists `samples` (relative to it) with their sha256.
+void write_gate_report(const fs::path& ws, const std::vector<fs::path>& samples) {
+  std::string receipts;
+  for (const auto& rel : samples)
+    receipts += (receipts.empty() ? "" : ",") + std::string(R"({"path": ")") + rel.generic_string() +
+                R"(", "size_bytes": 1, "sha256": ")" + file_sha256(ws / rel) + "\"}";
+  std::ofstream(ws / "benchmark_report.json")
+      << R"({"quality_gate": {"kind": "lm_eval", "sample_artifact_receipts": [)" << receipts << "]}}";
+}
+
+TEST_F(QualitySamplesTest, GatesOfTwoWorkspacesAreComparedAndReceiptsChecked) {
+  for (const char* side : {"a", "b"}) fs::create_directories(dir / side / "lm_eval");
+  auto rel = [](const fs::path& f) { return fs::path("lm_eval") / f.filename(); };
+  fs::path fa = write("a/lm_eval", 50, [](int) { return true; });
+  fs::path fb = write("b/lm_eval", 50, [](int i) { return i >= 10; });
+  write_gate_report(dir / "a", {rel(fa)});
+  write_gate_report(dir / "b", {rel(fb)});
+  std::vector<std::string> warnings;
+  auto q = compare_quality_gates(dir / "a", dir / "b", warnings);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].task, "tiny_words");
+  EXPECT_EQ(q[0].paired.verdict, stats::QualityVerdict::kWorse);
+  EXPECT_TRUE(warnings.empty());
+  // A sample file changed after the run no longer matches its receipt: not compared, said so.
+  std::ofstream(fb, std::ios::app) << R"({"doc_id": 99, "exact_match": 1})" << "\n";
+  warnings.clear();
+  EXPECT_TRUE(compare_quality_gates(dir / "a", dir / "b", warnings).empty());
+  ASSERT_EQ(warnings.size(), 2u);  // the changed file, then the task the candidate lacks now
+  EXPECT_NE(warnings[0].find("no longer matches its sha256 receipt"), std::string::npos) << warnings[0];
+  // Only one side with a gate: a warning, nothing compared.
+  fs::remove(dir / "b" / "benchmark_report.json");
+  std::ofstream(dir / "b" / "benchmark_report.json") << "{}";
+  warnings.clear();
+  EXPECT_TRUE(compare_quality_gates(dir / "a", dir / "b", warnings).empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("only"), std::string::npos) << warnings[0];
 }
 
 }  // namespace
