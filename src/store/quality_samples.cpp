@@ -40,7 +40,8 @@ std::string pick_metric(const nlohmann::json& line, const std::filesystem::path&
     if (line.contains(m)) return m;
   throw Error(ErrorKind::kBadFormat,
               fmt::format("line {}: no 0/1 metric (acc, exact_match, acc_norm, pass@1) to compare", line_no),
-              file.string(), std::nullopt, "name the metric to compare (--quality-metric)");
+              file.string(), std::nullopt,
+              "the paired test compares right/wrong items: run a task scored by acc, exact_match, acc_norm or pass@1");
 }
 
 }  // namespace

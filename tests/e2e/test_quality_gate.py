@@ -71,7 +71,7 @@ def run(magpie, *args, env, check=True):
 
 
 def bench(magpie, tmp, stub, lm_eval_path, name, env):
-    run(magpie, "benchmark", "-b", config(tmp, stub.url, lm_eval_path), "-o", tmp / name, env=env)
+    run(magpie, "benchmark", "-b", config(tmp, stub.url, lm_eval_path), "-o", tmp / name, "--html", env=env)
     (ws,) = (tmp / name).glob("benchmark_vllm_*")
     return ws
 
@@ -111,6 +111,8 @@ def test_the_report_carries_the_gate_with_receipts(runs):
             data = (runs[name] / r["path"]).read_bytes()
             assert r["sha256"] == hashlib.sha256(data).hexdigest() and r["size_bytes"] == len(data)
         assert report["success"] is True and report["cases"], report["errors"]
+        page = (runs[name] / "benchmark_report.html").read_text()
+        assert "Quality gate (lm-eval)" in page and "exact_match,none" in page
         summary = (runs[name] / "summary.txt").read_text()  # quality beside speed
         assert "Quality gate (lm-eval): passed" in summary and \
             f"tiny_words: exact_match,none = {accuracy:.4f}" in summary, summary
@@ -134,6 +136,13 @@ def test_twenty_percent_wrong_is_worse_at_that_rate(magpie, runs):
     assert proc.returncode == 0  # a regression fails the command only when asked
     _, proc = diff(magpie, runs, "a", "wrong", "--fail-on-regression", check=False)
     assert proc.returncode == 1, proc.stderr
+
+
+def test_the_html_diff_shows_quality(magpie, runs, tmp_path):
+    run(magpie, "results", "diff", runs["a"], runs["wrong"], "--resamples", "200", "--html", tmp_path / "d.html",
+        env=runs["env"])
+    page = (tmp_path / "d.html").read_text()
+    assert "Quality (accuracy gate)" in page and "WORSE" in page
 
 
 def test_faster_but_worse_is_not_a_win(magpie, runs):
