@@ -186,7 +186,7 @@ void ResultsCommand::register_with(CLI::App& app) {
       ->add_option("--resamples", resamples_,
                    "Bootstrap resamples (default 1000 serving, 2000 kernels)")
       ->check(CLI::Range(100, 100000));
-  diff_->add_flag("--fail-on-regression", fail_on_regression_, "Exit 1 when any verdict is SLOWER");
+  diff_->add_flag("--fail-on-regression", fail_on_regression_, "Exit 1 when any verdict is SLOWER, or quality WORSE");
   diff_
       ->add_option("--run-noise", run_noise_,
                    "Run-to-run noise measured elsewhere (0.3: two runs of one config differ by up "
@@ -492,6 +492,8 @@ int ResultsCommand::run_diff() {
         regression = regression || m.verdict == stats::Verdict::kSlower;
     for (const auto& k : diff.kernels)
       regression = regression || k.verdict == stats::Verdict::kSlower;
+    for (const auto& q : diff.quality)
+      regression = regression || q.comparison.paired.verdict == stats::QualityVerdict::kWorse;
   }
   if (output_.empty()) {
     std::cout << text;

@@ -99,6 +99,30 @@ Page results_diff_page(const store::ReportDiff& diff) {
     s.tables.push_back(std::move(t));
     page.sections.push_back(std::move(s));
   }
+  if (!diff.quality.empty()) {
+    Section s{"Quality (accuracy gate)",
+              "Each task's items paired by doc_id between the two runs' lm-eval samples; exact McNemar "
+              "test on the items only one run got right. WORSE/BETTER: the whole CI of the accuracy "
+              "difference is below/above 0.",
+              {},
+              {}};
+    Table t{{"task", "metric", "baseline", "candidate", "items", "baseline accuracy", "candidate accuracy",
+             "difference", "CI", "lost / gained", "p", "verdict", "note"},
+            {}};
+    for (const auto& q : diff.quality) {
+      const auto& p = q.comparison.paired;
+      const bool worse = p.verdict == stats::QualityVerdict::kWorse;
+      t.rows.push_back({q.comparison.task, q.comparison.metric, q.baseline_label, q.candidate_label,
+                        std::to_string(p.counts.pairs()), format_number(p.baseline_accuracy),
+                        format_number(p.candidate_accuracy), format_number(p.difference),
+                        fmt::format("[{}, {}]", format_number(p.ci_low), format_number(p.ci_high)),
+                        fmt::format("{} / {}", p.counts.baseline_only, p.counts.candidate_only),
+                        fmt::format("{:.3g}", p.p_value), stats::to_string(p.verdict),
+                        worse && q.candidate_faster ? "faster, but its answers got worse: not a win" : ""});
+    }
+    s.tables.push_back(std::move(t));
+    page.sections.push_back(std::move(s));
+  }
   if (diff.serving.empty() && diff.kernels.empty())
     page.sections.push_back(
         {"Nothing to compare", "The inputs hold no serving or kernel metrics.", {}, {}});

@@ -36,6 +36,7 @@ struct ServingReportFile {
   std::vector<std::string> errors;
   std::vector<ServingCaseSummary> cases;
   json gpu_monitor;  // the report's gpu_monitor block (null when the run had none)
+  json quality_gate;  // the accuracy gate's block (null when the run had none)
 };
 
 double number_at(const json& j, const char* key) {
@@ -78,6 +79,7 @@ ServingReportFile read_report(const fs::path& workspace) {
   r.timestamp = text_at(j, "timestamp");
   r.success = j.value("success", false);
   if (auto g = j.find("gpu_monitor"); g != j.end() && g->is_object()) r.gpu_monitor = *g;
+  if (auto q = j.find("quality_gate"); q != j.end() && q->is_object()) r.quality_gate = *q;
   if (auto e = j.find("errors"); e != j.end() && e->is_array())
     for (const auto& x : *e)
       if (x.is_string()) r.errors.push_back(x.get<std::string>());
@@ -236,6 +238,22 @@ Page serving_page(const fs::path& workspace) {
     summary.charts.back().height_px = 240;
   }
   page.sections.push_back(std::move(summary));
+  if (report.quality_gate.is_object()) {  // quality beside speed
+    const json& g = report.quality_gate;
+    Section q{"Quality gate (lm-eval)",
+              fmt::format("Status {}: each task's headline metric on the served model, scored after the timed "
+                          "cases. `magpie results diff` pairs two runs' answers item by item.",
+                          g.value("status", std::string("?"))),
+              {},
+              {}};
+    Table qt{{"task", "metric", "value", "source"}, {}};
+    const json tasks = g.value("tasks", json::object());  // items() must not outlive it
+    for (const auto& [task, v] : tasks.items())
+      qt.rows.push_back({task, v.value("primary_metric", std::string()), format_number(v.value("value", 0.0)),
+                         v.value("source", std::string())});
+    q.tables.push_back(std::move(qt));
+    page.sections.push_back(std::move(q));
+  }
 
   if (report.cases.size() > 1) {
     Section sweep{"Throughput against latency over the sweep", "", {}, {}};

@@ -223,7 +223,9 @@ Tool compare_benchmark_reports_tool() {
   t.description =
       "Compares two or more workspaces against the first (the baseline). Serving benchmarks: "
       "throughput and TTFT/TPOT/ITL/E2EL with bootstrap CIs and FASTER/SLOWER/SAME/AMBIGUOUS "
-      "verdicts; kernel compares: per-kernel medians; gap analysis / TraceLens workspaces: their "
+      "verdicts, and, when both reports carry an accuracy gate (quality_gate), each task's answers "
+      "paired by item (exact McNemar: BETTER/SAME/WORSE with a CI); kernel compares: per-kernel "
+      "medians; gap analysis / TraceLens workspaces: their "
       "kernel tables side by side. Writes report_diff.{csv,json} and op_comparison.csv to "
       "output_dir.";
   t.input_schema = s::input(
@@ -238,7 +240,7 @@ Tool compare_benchmark_reports_tool() {
       {{"output_dir", s::string("")},
        {"files", s::array(s::string(""), "written")},
        {"notes", s::array(s::string(""), "why a part was skipped")},
-       {"diff", s::any_object("serving/kernel metric diff (verdicts per metric)")},
+       {"diff", s::any_object("serving/kernel metric diff (verdicts per metric; quality: paired accuracy per task)")},
        {"ops", s::object({{"labels", s::array(s::string(""), "")},
                           {"sections", s::array(s::string(""), "")},
                           {"rows", s::array(s::any_object(""), "largest baseline time first")}},

@@ -406,6 +406,22 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     for (auto it : e)
       c.envs[env_key_of(it.first)] =
           v.env_value(it.second, Values::join(at("envs"), it.first.Scalar()), env_key_of(it.first));
+  if (auto q = v.section(b, top, "quality"); q.IsMap()) {
+    const auto p = at("quality");
+    auto& o = c.quality;
+    if (Values::has(q, "enabled")) o.enabled = v.boolean(q, p, "enabled", false);
+    o.tasks = v.strings(q, p, "tasks", {});
+    if (Values::has(q, "limit")) o.limit = v.integer(q, p, "limit", 1, NumberKind::kPositiveInt);
+    if (Values::has(q, "num_fewshot")) o.num_fewshot = v.integer(q, p, "num_fewshot", 0, NumberKind::kNonNegativeInt);
+    if (Values::has(q, "num_concurrent"))
+      o.num_concurrent = v.integer(q, p, "num_concurrent", 1, NumberKind::kPositiveInt);
+    if (Values::has(q, "timeout_s")) o.timeout_s = v.number(q, p, "timeout_s", 0, NumberKind::kPositive);
+    o.task_dir = v.text(q, p, "task_dir", "");
+    o.lm_eval = v.text(q, p, "lm_eval", "");
+    o.model_type = v.text(q, p, "model", "");
+    if (!o.model_type.empty() && o.model_type != "local-completions" && o.model_type != "local-chat-completions")
+      v.fail(q["model"], Values::join(p, "model"), "local-completions or local-chat-completions");
+  }
   if (auto s = v.section(b, top, "server_lifecycle"); s.IsMap()) {
     const auto p = at("server_lifecycle");
     c.server_ready_timeout_s =
@@ -853,6 +869,48 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
   check_load_shape(c);
 }
 
+QualitySettings BenchmarkConfig::quality_settings() const {
+  QualitySettings s;
+  const auto run_eval = env("RUN_EVAL");
+  if (!run_eval.empty()) {
+    std::string lower = run_eval;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (lower == "true" || lower == "1" || lower == "yes" || lower == "on")
+      s.requested = true;
+    else if (lower != "false" && lower != "0" && lower != "no" && lower != "off")
+      throw config_value_error({"envs.RUN_EVAL"}, "envs.RUN_EVAL", "true or false", run_eval);
+  }
+  if (quality.enabled) s.requested = *quality.enabled;
+  if (!quality.tasks.empty()) {
+    s.tasks = quality.tasks;
+  } else if (auto t = env("MAGPIE_EVAL_TASKS"); !t.empty()) {
+    s.tasks.clear();
+    std::stringstream ss(t);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (item.find_first_not_of(' ') != std::string::npos)
+        s.tasks.push_back(item.substr(item.find_first_not_of(' '), item.find_last_not_of(' ') - item.find_first_not_of(' ') + 1));
+  }
+  if (quality.limit) {
+    s.limit = quality.limit;
+  } else if (auto l = env("MAGPIE_EVAL_LIMIT"); !l.empty()) {
+    auto n = parse_number(l, NumberKind::kPositiveInt);
+    if (!n) throw config_value_error({"envs.MAGPIE_EVAL_LIMIT"}, "envs.MAGPIE_EVAL_LIMIT", describe(NumberKind::kPositiveInt), l);
+    s.limit = static_cast<int64_t>(*n);
+  }
+  s.num_fewshot = quality.num_fewshot;
+  s.task_dir = quality.task_dir.empty() ? env("EVAL_TASKS_DIR") : quality.task_dir;
+  s.model_type = !quality.model_type.empty()          ? quality.model_type
+                 : client.api == ApiKind::kChat ? "local-chat-completions"
+                                                : "local-completions";
+  s.lm_eval = quality.lm_eval;
+  if (quality.num_concurrent) s.num_concurrent = *quality.num_concurrent;
+  if (quality.timeout_s) s.timeout_s = *quality.timeout_s;
+  if (s.requested && !s.task_dir.empty() && !std::filesystem::is_directory(s.task_dir))
+    throw Error(ErrorKind::kNotFound, fmt::format("quality.task_dir {} is not a folder", s.task_dir), s.task_dir,
+                std::nullopt, "point it at a folder of lm-eval task YAML files (lm_eval --include_path)");
+  return s;
+}
+
 void validate(const BenchmarkConfig& c) {
   if (c.endpoint.empty() && c.model.empty())
     throw Error(
@@ -882,7 +940,7 @@ void validate(const BenchmarkConfig& c) {
   if (c.timeout_seconds < 0)
     throw Error(ErrorKind::kUsage, fmt::format("timeout_seconds {}: use 0 (none) or more", c.timeout_seconds));
   (void)c.cases();  // parses every number
-
+  (void)c.quality_settings();
 }
 
 }  // namespace magpie::serve

@@ -13,6 +13,7 @@
 #include "analysis/step_annotation.hpp"
 #include "serve/request_builder.hpp"
 #include "serve/serving_metrics.hpp"
+#include "serve/quality_gate.hpp"
 #include "serve/slo.hpp"
 #include "serve/slo_search.hpp"
 #include "serve/load_shape.hpp"
@@ -108,6 +109,16 @@ struct ServerLifecycle {
   bool cleanup = true;
 };
 
+// quality: (ours), beside the public tool's envs RUN_EVAL, MAGPIE_EVAL_TASKS,
+// MAGPIE_EVAL_LIMIT and EVAL_TASKS_DIR; what the section leaves unset the envs give.
+struct QualitySection {
+  std::optional<bool> enabled;
+  std::vector<std::string> tasks;
+  std::optional<int64_t> limit, num_fewshot, num_concurrent;
+  std::string task_dir, model_type, lm_eval;
+  std::optional<double> timeout_s;
+};
+
 struct BenchmarkConfig {
   std::string framework = "vllm";
   std::string model;
@@ -138,6 +149,7 @@ struct BenchmarkConfig {
   std::string engine_executable;               // ours: path to `vllm` / python
   bool engine_gpu = true;  // ours: false drops GPU-only engine flags (CPU builds)
   ClientOptions client;
+  QualitySection quality;
   std::string config_yaml;  // the YAML as given, copied to the workspace
   std::vector<std::string> warnings;
   std::vector<std::string> unknown_keys;  // also in warnings; errors under --strict
@@ -148,6 +160,8 @@ struct BenchmarkConfig {
   int64_t tensor_parallel() const;
   std::vector<WorkloadCase> cases() const;
   std::string resolved_run_kind() const;  // auto → diagnostic when any profiler is on
+  // The accuracy gate as the section and the envs set it; Error(kUsage) for a bad value.
+  QualitySettings quality_settings() const;
 };
 
 // Inline flags; unset ones leave the config alone.

@@ -48,8 +48,7 @@ const Key& schema() {
        leaf("run_kind"),
        // Any variable goes to the engine; these have a meaning of their own.
        node("envs",
-            {leaf("RUN_EVAL", "not implemented yet: no accuracy gate (lm-eval) runs after the timed cases"),
-             leaf("MAGPIE_EVAL_TASKS", "not implemented yet: no accuracy gate (lm-eval) runs after the timed cases"),
+            {leaf("RUN_EVAL"), leaf("MAGPIE_EVAL_TASKS"), leaf("MAGPIE_EVAL_LIMIT"), leaf("EVAL_TASKS_DIR"),
              leaf("MODEL_REVISION",
                   "not implemented yet: the revision is not pinned; the report records the one in the HF cache"),
              leaf("ENABLE_PROFILE", "profiler.torch_profiler.enabled turns the torch profiler on here"),
@@ -66,7 +65,9 @@ const Key& schema() {
        leaf("benchmark_script", kNoInferenceX),
        leaf("runner_type", kNoInferenceX),
        any("agentx", "not implemented yet: no AgentX trace replay; the load is random or a dataset file"),
-       any("quality", "not implemented yet: no accuracy gate (lm-eval) runs after the timed cases"),
+       node("quality",  // ours: the accuracy gate (lm-eval after the timed cases)
+            {leaf("enabled"), leaf("tasks"), leaf("limit"), leaf("num_fewshot"), leaf("task_dir"), leaf("model"),
+             leaf("lm_eval"), leaf("num_concurrent"), leaf("timeout_s")}),
        node("gap_analysis",
             {leaf("enabled"), leaf("trace_start_pct"), leaf("trace_end_pct"), leaf("top_k"),
              leaf("min_duration_us"), leaf("categories"), leaf("ignore_categories"),

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -141,6 +142,8 @@ struct BenchmarkReport {
   std::optional<SystemProfileBlock> system_profiler;
   // gpu_monitor.enabled: the per-GPU summary or why there is none.
   std::optional<GpuMonitorSummary> gpu_monitor;
+  // envs.RUN_EVAL / quality.enabled: the accuracy gate (quality_gate.hpp), as written.
+  std::optional<nlohmann::json> quality_gate;
   // What a comparison needs to reproduce the run (benchmark_environment.hpp).
   std::optional<gpu::EnvironmentSnapshot> environment;
   // Outcome.

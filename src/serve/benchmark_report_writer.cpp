@@ -350,6 +350,7 @@ json report_json(const BenchmarkReport& r) {
   // The kernel reports' writer: one shape of the block, throttle findings included.
   if (r.gpu_monitor) j["gpu_monitor"] = gpu::monitor_summary_json(*r.gpu_monitor);
   if (r.environment) j["environment"] = gpu::environment_json(*r.environment);
+  if (r.quality_gate) j["quality_gate"] = *r.quality_gate;
   return j;
 }
 
@@ -465,6 +466,15 @@ std::string summary_text(const BenchmarkReport& r) {
     for (size_t i = 0; i < sp.kernels.size() && i < 5; ++i)
       out += fmt::format("  {:5.1f}%  {:10.3f} ms  {:6} calls  {}\n", sp.kernels[i].percent,
                          sp.kernels[i].total_ns / 1e6, sp.kernels[i].instances, sp.kernels[i].name);
+  }
+  if (r.quality_gate) {
+    // Quality beside speed: each task's headline metric, or why there is none.
+    const auto& g = *r.quality_gate;
+    out += fmt::format("\nQuality gate (lm-eval): {}\n", g.value("status", std::string("?")));
+    if (g.contains("tasks") && g["tasks"].is_object())
+      for (const auto& [task, t] : g["tasks"].items())
+        out += fmt::format("  {}: {} = {:.4f}\n", task, t.value("primary_metric", std::string()),
+                           t.value("value", 0.0));
   }
   if (r.environment) out += environment_text(*r.environment);
   if (!r.top_bottlenecks.empty()) {

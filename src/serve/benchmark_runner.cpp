@@ -1,6 +1,7 @@
 #include "serve/benchmark_runner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "serve/engine_precision.hpp"
 #include "serve/gpu_names.hpp"
 #include "serve/http_client.hpp"
+#include "serve/quality_gate.hpp"
 #include "serve/load_generator.hpp"
 #include "serve/load_shape.hpp"
 #include "serve/model_files.hpp"
@@ -685,6 +687,34 @@ void finalize(BenchmarkReport& report, bool complete, bool any_case_ok, const Ru
 
 }  // namespace
 
+namespace {
+
+// After the timed cases, on the same server: lm-eval scores it (quality_gate.hpp).
+// The timings are already measured; a failed evaluation is an error of the run,
+// never a loss of what was timed.
+void run_quality_step(const QualitySettings& quality, const std::string& lm_eval, EngineServer& server,
+                      const std::string& model, const fs::path& ws, const RunContext& ctx, RunStop& stop,
+                      bool any_case_ok, BenchmarkReport& report) {
+  std::string skip = !any_case_ok       ? "no timed case succeeded"
+                     : stop.stopped()   ? "the run was stopped"
+                     : !server.alive()  ? "the server is not running"
+                                        : "";
+  if (!skip.empty()) {
+    report.quality_gate = quality_gate_json(ws, true, {"lm_eval not run: " + skip});
+  } else {
+    if (ctx.on_progress) ctx.on_progress(0, std::nullopt, "accuracy gate: lm-eval on the served model");
+    if (ctx.progress || !ctx.on_progress)
+      std::cerr << fmt::format("accuracy gate: lm-eval {} on {}\n", fmt::join(quality.tasks, ","),
+                               server.plan().endpoint.url());
+    report.quality_gate =
+        run_quality_gate(quality, lm_eval, server.plan().endpoint.url(), model, ws, stop.flag());
+  }
+  if ((*report.quality_gate)["passed"] != true)
+    for (const auto& e : (*report.quality_gate)["errors"]) report.errors.push_back("quality_gate: " + e.get<std::string>());
+}
+
+}  // namespace
+
 BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& ctx) {
   auto t_start = std::chrono::steady_clock::now();
   BenchmarkConfig c = config;  // engine settings below add env and flags
@@ -708,6 +738,9 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     for (auto& note : make_workload(c.client, first, static_cast<size_t>(first.num_prompts)).notes)
       report.warnings.push_back(std::move(note));
   }
+  // The accuracy gate needs lm-eval: missing, the run stops here (exit 3), before any timing.
+  const QualitySettings quality = c.quality_settings();
+  const std::string lm_eval = quality.requested ? resolve_lm_eval(quality) : "";
   if (!c.endpoint.empty()) require_listening(Endpoint::parse(c.endpoint));
   // The model's vocabulary bounds random token ids: known now from a local
   // folder or the HF cache, else from the server's model card once it is ready.
@@ -802,6 +835,7 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
     start_monitor();
     CaseRunner(c, ctx, stop, *server, report, complete, any_case_ok, monitor ? &*monitor : nullptr)
         .run(model_field);
+    if (quality.requested) run_quality_step(quality, lm_eval, *server, model_field, ws, ctx, stop, any_case_ok, report);
   } catch (const Error& e) {
     report.errors.push_back(
         stop.timed_out() ? fmt::format("timeout: the run passed timeout_seconds ({:g} s): {}",

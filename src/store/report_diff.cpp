@@ -445,6 +445,13 @@ ReportDiff diff_reports(const std::vector<DiffInput>& inputs, const DiffSettings
         cd.metrics = diff_serving_runs(b, c, aa_pair, settings);
         d.serving.push_back(std::move(cd));
       }
+      bool faster = false;
+      for (const auto& cd : d.serving)
+        if (cd.candidate_label == d.inputs[i].label)
+          for (const auto& m : cd.metrics) faster = faster || m.verdict == stats::Verdict::kFaster;
+      for (auto& q : compare_quality_gates(d.inputs[0].workspace, d.inputs[i].workspace, d.warnings,
+                                           settings.verdict.confidence))
+        d.quality.push_back({d.inputs[0].label, d.inputs[i].label, std::move(q), faster});
     }
     return d;
   }

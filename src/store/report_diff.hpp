@@ -28,6 +28,12 @@
 // run a side the verdict is within-run only, and FASTER/SLOWER are reported as
 // AMBIGUOUS "unconfirmed" (serving diffs; kernel diffs are unchanged).
 //
+// Quality (serving): when both reports carry an accuracy gate (quality_gate with
+// sample file receipts), each task's items are paired by doc_id and compared
+// with the exact McNemar test: BETTER / SAME / WORSE with a CI on the accuracy
+// difference (core/paired_accuracy.hpp). A candidate that is FASTER on some
+// metric but WORSE in quality is flagged as such.
+//
 // Writers (report_diff_writers.hpp) never recompute.
 #include <filesystem>
 #include <optional>
@@ -37,6 +43,7 @@
 
 #include "core/run_noise.hpp"
 #include "core/verdict.hpp"
+#include "store/quality_samples.hpp"
 
 namespace magpie::store {
 
@@ -101,6 +108,13 @@ struct KernelDiff {
       stored_verdict;  // the candidate run's own verdict vs its baseline kernel ("" if none)
 };
 
+// Answers of a candidate against the baseline's, item by item (quality_samples.hpp).
+struct QualityDiff {
+  std::string baseline_label, candidate_label;
+  QualityComparison comparison;
+  bool candidate_faster = false;  // some throughput/latency verdict says FASTER: never a plain win if WORSE
+};
+
 enum class WorkspaceKind { kServing, kKernels, kOther };
 
 struct DiffWorkspace {
@@ -115,6 +129,7 @@ struct ReportDiff {
   stats::VerdictSettings settings;
   std::vector<ServingCaseDiff> serving;
   std::vector<KernelDiff> kernels;
+  std::vector<QualityDiff> quality;  // serving runs whose reports both carry a quality_gate
   std::vector<std::string> warnings;
 };
 

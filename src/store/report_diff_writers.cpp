@@ -111,6 +111,35 @@ std::string diff_table(const ReportDiff& d) {
                                       {"Stored verdict"}},
                                      rows);
   }
+  if (!d.quality.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& q : d.quality) {
+      const auto& p = q.comparison.paired;
+      rows.push_back({q.comparison.task, q.comparison.metric, q.candidate_label, std::to_string(p.counts.pairs()),
+                      fmt::format("{:.3f}", p.baseline_accuracy), fmt::format("{:.3f}", p.candidate_accuracy),
+                      fmt::format("{:+.3f}", p.difference), ci_text(p.ci_low, p.ci_high),
+                      fmt::format("{}/{}", p.counts.baseline_only, p.counts.candidate_only),
+                      fmt::format("{:.3g}", p.p_value), stats::to_string(p.verdict)});
+    }
+    out += "\nquality (items paired by doc_id; exact McNemar test):\n";
+    out += report::render_text_table({{"Task"},
+                                      {"Metric"},
+                                      {"Candidate"},
+                                      {"Items", true},
+                                      {"Baseline acc", true},
+                                      {"Candidate acc", true},
+                                      {"Difference", true},
+                                      {"CI", true},
+                                      {"Lost/gained", true},
+                                      {"p", true},
+                                      {"Verdict"}},
+                                     rows);
+    for (const auto& q : d.quality)
+      if (q.comparison.paired.verdict == stats::QualityVerdict::kWorse)
+        out += fmt::format("{}: quality WORSE on {} ({:+.1f} points){}\n", q.candidate_label, q.comparison.task,
+                           q.comparison.paired.difference * 100,
+                           q.candidate_faster ? ": faster, but its answers got worse; not a win" : "");
+  }
   out += "\n" + rule_text(d) + "\n";
   for (const auto& w : d.warnings) out += "warning: " + w + "\n";
   return out;
@@ -144,6 +173,45 @@ std::string diff_csv(const ReportDiff& d) {
   }
   return csv.str();
 }
+
+namespace {
+
+json quality_json(const ReportDiff& d) {
+  json out = json::array();
+  for (const auto& q : d.quality) {
+    const auto& c = q.comparison;
+    const auto& p = c.paired;
+    out.push_back({{"task", c.task},
+                   {"metric", c.metric},
+                   {"filter", c.filter},
+                   {"baseline", q.baseline_label},
+                   {"candidate", q.candidate_label},
+                   {"baseline_samples", c.baseline_file.string()},
+                   {"candidate_samples", c.candidate_file.string()},
+                   {"items", p.counts.pairs()},
+                   {"both_right", p.counts.both_right},
+                   {"both_wrong", p.counts.both_wrong},
+                   {"baseline_only_right", p.counts.baseline_only},
+                   {"candidate_only_right", p.counts.candidate_only},
+                   {"baseline_accuracy", p.baseline_accuracy},
+                   {"candidate_accuracy", p.candidate_accuracy},
+                   {"difference", p.difference},
+                   {"ci_low", p.ci_low},
+                   {"ci_high", p.ci_high},
+                   {"confidence", p.confidence},
+                   {"p_value", p.p_value},
+                   {"test", "exact McNemar (two-sided binomial on the discordant pairs); CI: Clopper-Pearson of "
+                            "the discordant split, scaled to the accuracy difference"},
+                   {"verdict", stats::to_string(p.verdict)},
+                   {"reason", p.reason},
+                   {"candidate_faster", q.candidate_faster},
+                   {"unpaired_baseline", c.only_in_baseline.size()},
+                   {"unpaired_candidate", c.only_in_candidate.size()}});
+  }
+  return out;
+}
+
+}  // namespace
 
 json diff_json(const ReportDiff& d) {
   json inputs = json::array();
@@ -221,6 +289,7 @@ json diff_json(const ReportDiff& d) {
                                 "requests' E2EL-proportional shares of the duration"}}},
           {"serving", serving},
           {"kernels", kernels},
+          {"quality", quality_json(d)},
           {"warnings", d.warnings}};
 }
 

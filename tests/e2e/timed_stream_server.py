@@ -38,6 +38,15 @@ batch holds at most N sequences; a request beyond them waits for a slot, and
 its schedule (T0, then G a token) starts when it gets one, so TTFT rises with
 the queue once requests come faster than N slots can serve them.
 
+Answers (--wrong-fraction F): a request that is not streamed (lm-eval's
+local-completions / local-chat-completions) is answered at once, not timed:
+for a prompt that ends "Repeat: <word>\nAnswer:" (the task in
+tests/data/quality) the reply is <word>, except for the items the fraction
+picks, answered "wrong": item n (the word's trailing number) is wrong when
+floor((n + 1) * F) > floor(n * F), so of items 0..N-1 exactly floor(N * F) are
+wrong, evenly spread, and a test knows which. A list of prompts gets one choice
+each. Without the flag a request that is not streamed is a 400, as before.
+
 Timers: asyncio sleeps round up to the millisecond (epoll's timeout), so a
 token leaves 0-1 ms after its deadline on an idle machine; on a loaded one,
 whatever the scheduler adds. The stub records, per request, how late each
@@ -46,6 +55,7 @@ from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
         [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat] [--slots N]
+        [--wrong-fraction F]
 prints "port N" on stdout once it listens. GET /health, /v1/models and
 /metrics answer as vLLM's do (enough for `vllm bench serve` and
 `magpie benchmark --endpoint`). Standard library only."""
@@ -53,6 +63,7 @@ import argparse
 import asyncio
 import json
 import math
+import re
 import sys
 import time
 
@@ -100,7 +111,7 @@ def chat_tokens(messages) -> list:
 class TimedStreamServer:
     def __init__(self, ttft_s: float, itl_s: float, model: str, words_are_tokens: bool,
                  log_path: str | None, prefill_s_per_token: float | None = None, chat: bool = False,
-                 slots: int = 0):
+                 slots: int = 0, wrong_fraction: float | None = None):
         self.ttft_s, self.itl_s, self.model = ttft_s, itl_s, model
         self.words_are_tokens = words_are_tokens
         self.log = open(log_path, "a") if log_path else None
@@ -110,6 +121,7 @@ class TimedStreamServer:
         self.chat = chat
         self.cache = PrefixCache() if prefill_s_per_token is not None else None
         self.slots = asyncio.Semaphore(slots) if slots else None
+        self.wrong_fraction = wrong_fraction
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         try:
@@ -156,6 +168,32 @@ class TimedStreamServer:
             return plain("200 OK", text.encode(), "text/plain; version=0.0.4")
         return plain("404 Not Found", b'{"error": "not found"}')
 
+    def reply_to(self, prompt: str) -> str:
+        m = re.findall(r"Repeat: (\S+)", prompt)
+        if not m:
+            return "?"
+        word = m[-1]
+        n = int(re.search(r"(\d+)$", word).group(1)) if re.search(r"\d+$", word) else 0
+        f = self.wrong_fraction
+        return "wrong" if math.floor((n + 1) * f) > math.floor(n * f) else word
+
+    def answer(self, req, messages, chat: bool) -> bytes:
+        self.requests += 1
+        if chat:
+            text = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
+            choices = [{"index": 0, "message": {"role": "assistant", "content": self.reply_to(text)},
+                        "finish_reason": "stop"}]
+            body = {"id": f"chatcmpl-{self.requests}", "object": "chat.completion", "created": 0,
+                    "model": req.get("model"), "choices": choices}
+        else:
+            prompts = req.get("prompt")
+            prompts = prompts if isinstance(prompts, list) else [prompts]
+            choices = [{"index": i, "text": self.reply_to(str(p)), "logprobs": None, "finish_reason": "stop"}
+                       for i, p in enumerate(prompts)]
+            body = {"id": f"cmpl-{self.requests}", "object": "text_completion", "created": 0,
+                    "model": req.get("model"), "choices": choices}
+        return plain("200 OK", json.dumps(body).encode())
+
     async def stream_completion(self, writer: asyncio.StreamWriter, body: bytes, arrival: float,
                                 chat: bool = False, headers: dict | None = None):
         try:
@@ -166,6 +204,9 @@ class TimedStreamServer:
         messages = req.get("messages") if chat else None
         if chat and not (isinstance(messages, list) and messages):
             writer.write(plain("400 Bad Request", b'{"error": "chat needs messages"}'))
+            return
+        if self.wrong_fraction is not None and not req.get("stream"):
+            writer.write(self.answer(req, messages, chat))
             return
         prompt = " ".join(chat_tokens(messages)) if chat else req.get("prompt")
         single_text = isinstance(prompt, str)
@@ -257,6 +298,21 @@ class TimedStreamServer:
             self.log.flush()
 
 
+class StubProcess:
+    """This stub as a child process, for tests: `url` once it listens."""
+
+    def __init__(self, *args):
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, __file__, *map(str, args)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("port "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 async def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ttft-ms", type=float, required=True)
@@ -268,9 +324,11 @@ async def main(argv=None):
     ap.add_argument("--prefill-ms-per-token", type=float, default=None)
     ap.add_argument("--chat", action="store_true")
     ap.add_argument("--slots", type=int, default=0)
+    ap.add_argument("--wrong-fraction", type=float, default=None)
     a = ap.parse_args(argv)
     stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
-                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat, a.slots)
+                             None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat, a.slots,
+                             a.wrong_fraction)
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
