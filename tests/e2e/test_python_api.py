@@ -32,6 +32,9 @@ pytestmark = pytest.mark.e2e
 CACHE = Path(os.environ.get("MAGPIE_E2E_CACHE", Path.home() / ".cache" / "magpie-e2e"))
 DEPS_VENV = CACHE / "pyapi-venv"
 DEPS = ["numpy", "pandas"]
+# The notebook's own needs (examples/notebooks), in a cached venv of their own.
+NOTEBOOK_VENV = CACHE / "notebook-venv"
+NOTEBOOK_DEPS = ["nbclient", "nbformat", "ipykernel", "matplotlib", "pandas"]
 SAMPLE = REPO_ROOT / "examples" / "traces"
 SHARED = shared_traces()
 SENDRECV = sorted((SHARED / "public").glob("hta__sendrecv-rank-*.json.gz"))
@@ -497,6 +500,48 @@ def test_compare_errors_carry_the_cli_exit_code_and_message(venv, env, tmp_path,
     """, env, tmp_path)
     assert out and out["exit_code"] == r.returncode
     assert f"error: {out['message']}\n" in r.stderr
+
+
+NOTEBOOK = REPO_ROOT / "examples" / "notebooks" / "trace_analysis.ipynb"
+
+
+def test_notebook_runs_and_shows_the_cli_numbers(venv, env, tmp_path):
+    """examples/notebooks/trace_analysis.ipynb executed with nbclient by the
+    wheel's Python (its kernel is that Python): every cell runs, the top-kernels
+    table is the CLI's gap_analysis.csv, the roofline table is there and the
+    plot is rendered as a PNG."""
+    nb_site = _deps_site_packages(NOTEBOOK_VENV, NOTEBOOK_DEPS, "nbclient, nbformat, ipykernel, matplotlib")
+    site = subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    nb_env = dict(env, PYTHONPATH=str(nb_site), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    out = api(venv, f"""
+        import nbformat
+        from nbclient import NotebookClient
+        nb = nbformat.read({str(NOTEBOOK)!r}, as_version=4)
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={{"metadata": {{"path": {str(NOTEBOOK.parent)!r}}}}}).execute()
+        cells = []
+        for c in nb.cells:
+            if c.cell_type != "code":
+                continue
+            texts, images = [], 0
+            for o in c.outputs:
+                data = o.get("data", {{}})
+                texts.append(data.get("text/plain", "") + o.get("text", ""))
+                images += "image/png" in data
+                assert o.output_type != "error", o
+            cells.append({{"text": "\\n".join(texts), "images": images}})
+        out = {{"cells": cells}}
+    """, nb_env, tmp_path, timeout=900)
+    assert site  # the wheel's venv ran it
+    cells = out["cells"]
+    r = cli(venv, env, tmp_path, "benchmark", "--trace-dir", SAMPLE, "--top-k", "10", "-o", "cli")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "cli" / "gap_analysis" / "gap_analysis.csv")))
+    top = cells[1]["text"]
+    assert rows[0]["Name"][:20] in top and rows[0]["Calls"] in top, top
+    assert "roofline_bound" in cells[3]["text"], cells[3]
+    assert cells[-1]["images"] == 1, cells[-1]
 
 
 def test_launcher_still_runs_the_binary(venv, env, tmp_path):
