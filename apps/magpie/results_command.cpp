@@ -313,7 +313,7 @@ int ResultsCommand::run_list() {
   if (runs.empty()) {
     std::cout << fmt::format(
         "no runs recorded in {} (magpie results import DIR indexes old workspaces)\n",
-        (db_.empty() ? ResultsStore::default_path() : fs::path(db_)).string());
+        ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)).path().string());
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
