@@ -82,6 +82,9 @@ int BenchmarkCommand::run_gap_analysis(bool verbose) {
   for (const auto& repo : kernel_source_repos_) r.sources.repos.emplace_back(repo);
   r.output_dir = output_dir_;
   jobs::JobContext context = command_context(verbose);
+  // Ctrl-C stops the ingest at its next chunk (exit 130); no report is written.
+  context.cancel = &interrupt_flag();
+  InterruptScope interrupts;
   auto progress = attach_progress(context);
   attach_ingest_progress(r.ingest, *progress);
   const jobs::GapAnalysisOutcome outcome = jobs::run_gap_analysis(r, context);

@@ -11,6 +11,7 @@
 #include "report/text_table.hpp"
 #include "store/op_table_compare.hpp"
 #include "html/html_reports.hpp"
+#include "jobs/results_jobs.hpp"
 #include "store/report_diff.hpp"
 #include "store/report_diff_writers.hpp"
 #include "store/results_store.hpp"
@@ -297,12 +298,12 @@ int ResultsCommand::run(bool /*verbose*/) {
 }
 
 int ResultsCommand::run_list() {
-  auto db = ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_));
-  store::RunFilter filter;
-  if (!kind_.empty()) filter.kind = store::run_kind_from_string(kind_);
-  if (!status_.empty()) filter.status = store::run_status_from_string(status_);
-  filter.limit = limit_;
-  auto runs = db.list(filter);
+  jobs::ResultsListRequest request;
+  request.store = db_;
+  request.kind = kind_;
+  request.status = status_;
+  request.limit = limit_;
+  const auto runs = jobs::list_runs(request);
   if (json_) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : runs) arr.push_back(store::to_json(r));
@@ -312,7 +313,7 @@ int ResultsCommand::run_list() {
   if (runs.empty()) {
     std::cout << fmt::format(
         "no runs recorded in {} (magpie results import DIR indexes old workspaces)\n",
-        db.path().string());
+        ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)).path().string());
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
@@ -358,142 +359,32 @@ int ResultsCommand::run_show() {
 }
 
 int ResultsCommand::run_diff() {
-  if (!labels_.empty() && labels_.size() != targets_.size()) {
-    throw Error(ErrorKind::kUsage,
-                fmt::format("{} labels for {} runs", labels_.size(), targets_.size()), "",
-                std::nullopt, "give one label per run: --label base,new");
-  }
-  std::optional<ResultsStore> db;
-  auto open_db = [&]() -> ResultsStore& {
-    if (!db)
-      db.emplace(ResultsStore::open(db_.empty() ? ResultsStore::default_path() : fs::path(db_)));
-    return *db;
-  };
-  // One run: its workspace, and its record when the store knows it.
-  struct Resolved {
-    fs::path workspace;
-    std::optional<RunRecord> record;
-  };
-  auto resolve = [&](const std::string& t) {
-    std::error_code ec;
-    if (all_digits(t) && !fs::is_directory(t, ec)) {
-      auto r = open_db().get(std::stoll(t));
-      if (!r)
-        throw Error(ErrorKind::kNotFound, fmt::format("no run {} in the results store", t),
-                    db->path().string(), std::nullopt, "`magpie results list` shows the ids");
-      if (!r->workspace_exists)
-        throw Error(ErrorKind::kNotFound, fmt::format("run {}'s workspace is gone", t),
-                    r->workspace);
-      return Resolved{r->workspace, r};
-    }
-    Resolved out{t, std::nullopt};
-    if (!no_repeats_ && !ops_) {
-      try {  // a workspace the store recorded may have repeats there
-        out.record = open_db().find_by_workspace(t);
-      } catch (const Error&) {  // no store to ask: the diff works without it
-      }
-    }
-    return out;
-  };
-  std::vector<store::DiffInput> inputs;
-  std::vector<std::optional<RunRecord>> records;  // each side's first run, when recorded
-  std::vector<int64_t> named;                     // every run id named on the command line
-  for (size_t i = 0; i < targets_.size(); ++i) {
-    std::vector<std::string> parts;
-    for (size_t a = 0, b; a <= targets_[i].size(); a = b + 1) {
-      b = targets_[i].find(',', a);
-      if (b == std::string::npos) b = targets_[i].size();
-      if (b > a) parts.push_back(targets_[i].substr(a, b - a));
-    }
-    if (parts.empty())
-      throw Error(ErrorKind::kUsage, fmt::format("empty run '{}'", targets_[i]), "", std::nullopt,
-                  "give run ids or workspaces; repeats of one config joined by commas: 3,5");
-    store::DiffInput in{labels_.empty() ? "" : labels_[i], {}};
-    for (size_t k = 0; k < parts.size(); ++k) {
-      auto r = resolve(parts[k]);
-      if (r.record) named.push_back(r.record->id);
-      if (k == 0) {
-        in.workspace = r.workspace;
-        if (in.label.empty() && all_digits(parts[0]) && r.record)
-          in.label = fmt::format("#{}", r.record->id);
-        records.push_back(r.record);
-        if (aa_) in.config_key = "aa";
-      } else {
-        in.repeats.push_back(r.workspace);
-      }
-    }
-    inputs.push_back(std::move(in));
-  }
-  // A side named by one recorded run takes the store's repeats of it (runs named elsewhere in
-  // the diff excluded), so the run-to-run noise is measured whenever it can be. Not when two
-  // sides share a repeat key: the store cannot tell an A/A pair from a change it cannot see (an
-  // engine rebuilt under the same command), so which runs belong to which side is unknown.
-  std::vector<std::string> keys;
-  for (const auto& r : records) keys.push_back(r ? store::repeat_key(*r) : "");
-  if (!no_repeats_ && !ops_) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!keys[i].empty() && std::count(keys.begin(), keys.end(), keys[i]) > 1) {
-        std::cerr << fmt::format(
-            "note: run #{} has the same command, config hash, git commit, GPU and host as another "
-            "run of this diff: not pooled with repeats. If nothing changed between them this is "
-            "an A/A pair (--aa measures the run-to-run noise from it); if something changed that "
-            "the command does not show, give repeats of each side: A1,A2 B1,B2\n",
-            records[i]->id);
-        continue;
-      }
-      // Kernel compares interleave baseline and candidate within one run: no pooling there.
-      if (!inputs[i].repeats.empty() || !records[i] ||
-          records[i]->kind != store::RunKind::kBenchmark)
-        continue;
-      std::string ids;
-      for (const auto& r : store::find_repeats(*db, *records[i])) {
-        if (std::find(named.begin(), named.end(), r.id) != named.end()) continue;
-        inputs[i].repeats.push_back(r.workspace);
-        ids += fmt::format("{}#{}", ids.empty() ? "" : ", ", r.id);
-      }
-      if (!ids.empty())
-        std::cerr << fmt::format(
-            "{} #{}: pooled with its repeats {} (same config hash, git commit, GPU and host; "
-            "--no-repeats to diff the named runs only)\n",
-            i == 0 ? "baseline" : "candidate", records[i]->id, ids);
-    }
-  }
-  bool ops = ops_;
-  if (!ops && std::all_of(inputs.begin(), inputs.end(), [](const auto& in) {
-        return store::diff_workspace_kind(in.workspace) == store::WorkspaceKind::kOther &&
-               !store::find_op_tables(in.workspace).empty();
-      }))
-    ops = true;  // gap analysis / TraceLens folders: the side-by-side is the only diff they have
-
+  jobs::ResultsDiffRequest request;
+  request.store = db_;
+  request.targets = targets_;
+  request.labels = labels_;
+  request.ops = ops_;
+  request.no_repeats = no_repeats_;
+  request.aa = aa_;
+  if (threshold_ >= 0) request.threshold = threshold_;
+  if (resamples_ > 0) request.resamples = resamples_;
+  if (run_noise_ >= 0) request.run_noise = run_noise_;
+  const jobs::ResultsDiffOutcome outcome = jobs::diff_runs(request);
+  for (const auto& n : outcome.notes) std::cerr << n << "\n";
   std::string text;
-  bool regression = false;
-  if (ops) {
-    auto table = store::compare_op_tables(inputs);
-    for (const auto& w : table.warnings) std::cerr << "warning: " << w << "\n";
-    text = store::op_table_csv(table);
+  if (outcome.ops) {
+    for (const auto& w : outcome.ops->warnings) std::cerr << "warning: " << w << "\n";
+    text = store::op_table_csv(*outcome.ops);
     if (!html_.empty()) {
-      html::write_page(html::results_ops_page(table, threshold_ >= 0 ? threshold_ : 0.05), html_);
+      html::write_page(html::results_ops_page(*outcome.ops, threshold_ >= 0 ? threshold_ : 0.05), html_);
       std::cerr << fmt::format("html report: {}\n", html_);
     }
   } else {
-    store::DiffSettings settings;
-    if (threshold_ >= 0)
-      settings.verdict.threshold = settings.kernel_verdict.threshold = threshold_;
-    if (resamples_ > 0) settings.verdict.resamples = settings.kernel_verdict.resamples = resamples_;
-    if (run_noise_ >= 0) settings.run_noise = run_noise_;
-    auto diff = store::diff_reports(inputs, settings);
-    text = store::write_diff(diff, *store::diff_format_from_string(format_));
+    text = store::write_diff(*outcome.diff, *store::diff_format_from_string(format_));
     if (!html_.empty()) {
-      html::write_page(html::results_diff_page(diff), html_);
+      html::write_page(html::results_diff_page(*outcome.diff), html_);
       std::cerr << fmt::format("html report: {}\n", html_);
     }
-    for (const auto& c : diff.serving)
-      for (const auto& m : c.metrics)
-        regression = regression || m.verdict == stats::Verdict::kSlower;
-    for (const auto& k : diff.kernels)
-      regression = regression || k.verdict == stats::Verdict::kSlower;
-    for (const auto& q : diff.quality)
-      regression = regression || q.comparison.paired.verdict == stats::QualityVerdict::kWorse;
   }
   if (output_.empty()) {
     std::cout << text;
@@ -501,7 +392,7 @@ int ResultsCommand::run_diff() {
     write_file_atomic(output_, text);
     std::cerr << fmt::format("wrote {}\n", output_);
   }
-  return fail_on_regression_ && regression ? 1 : 0;
+  return fail_on_regression_ && outcome.regression ? 1 : 0;
 }
 
 int ResultsCommand::run_copy(const fs::path& from, const fs::path& to) {

@@ -85,6 +85,9 @@ int TraceLensCommand::run(bool verbose) {
   o.ingest.include_python_functions = include_python_;
   o.ingest.threads = threads_;
   jobs::JobContext context = command_context(verbose);
+  // Ctrl-C stops the ingest at its next chunk (exit 130); no report is written.
+  context.cancel = &interrupt_flag();
+  InterruptScope interrupts;
   auto progress = attach_progress(context);
   attach_ingest_progress(o.ingest, *progress);
   const jobs::TraceLensOutcome outcome = jobs::run_tracelens(o, context);

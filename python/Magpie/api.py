@@ -14,7 +14,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from Magpie._errors import MagpieError
 
-__all__ = ["MagpieError", "Table", "Trace", "GapAnalysis", "TraceLens", "load_trace", "gap_analysis", "tracelens"]
+__all__ = ["MagpieError", "Table", "Trace", "GapAnalysis", "TraceLens", "Compare", "load_trace", "gap_analysis",
+           "tracelens", "compare"]
 
 Progress = Optional[Callable[[float, Optional[float], str], Any]]
 
@@ -140,3 +141,63 @@ def tracelens(trace: "os.PathLike | str", *, mode: str = "inference", stages: Se
     return TraceLens(report=json.loads(raw["report_json"]), console=raw["console"],
                      output_files=list(raw["output_files"]), errors=list(raw["errors"]),
                      warnings=list(raw["warnings"]), manifest=raw["manifest"], run_id=raw["run_id"])
+
+
+@dataclass
+class Compare:
+    """compare's result: the report the CLI writes (compare_report.json) and the
+    exit status the CLI returns for it (0; 1 not all correct, or a regression
+    with fail_on_regression; 8 correct but not timed: no GPU)."""
+
+    report: Optional[dict]  # compare_report.json (None when no workspace was made)
+    exit_code: int
+    all_correct: bool
+    regression: bool
+    performance_not_measured: str  # why timing could not run ("" when it ran or no_perf)
+    console: str  # the CLI's stdout
+    errors: str  # the CLI's stderr lines for failed stages
+    warnings: list
+    workspace: str
+    report_path: str
+    run_id: int
+
+    @property
+    def verdicts(self) -> Table:
+        """The verdict table: one row per implementation (index, kernel_id, role,
+        eligible, median_ns, cv, samples, rank, speedup, ci_low, ci_high,
+        verdict, verdict_reason, reason, fix), as the report's verdicts list."""
+        rows = (self.report or {}).get("results", {}).get("verdicts", [])
+        names = ["index", "kernel_id", "role", "eligible", "median_ns", "cv", "samples", "rank", "speedup", "ci_low",
+                 "ci_high", "verdict", "verdict_reason", "reason", "fix"]
+        return Table({n: [r.get(n) for r in rows] for n in names})
+
+
+def _bundled_paths() -> None:
+    """The wheel's magpie_bench and CUPTI library for jobs run in this process:
+    the binary finds them beside itself, the extension runs inside Python."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    share = os.path.join(here, "share", "magpie", "python")
+    if os.path.isdir(os.path.join(share, "magpie_bench")):
+        os.environ.setdefault("MAGPIE_PYTHON_DIR", share)
+    cupti = os.path.join(here, "lib", "libmagpie_cupti.so")
+    if os.path.isfile(cupti):
+        os.environ.setdefault("MAGPIE_CUPTI_LIB", cupti)
+
+
+def compare(config: "os.PathLike | str", *, no_perf: bool = False, no_latency: bool = False, baseline: int = 0,
+            rounds: int = 0, threshold: Optional[float] = None, fail_on_regression: bool = False,
+            strict: bool = False, output_dir: "os.PathLike | str" = "./results", record: bool = True,
+            progress: Progress = None) -> Compare:
+    """`magpie compare -k CONFIG`: every implementation through compile,
+    correctness and (unless no_perf) performance, ranked against the baseline.
+    A request Magpie refuses raises MagpieError (the CLI's exit code); a
+    finished run returns, its exit_code as the CLI's."""
+    _bundled_paths()
+    raw = _native().compare(os.fspath(config), no_perf, no_latency, baseline, rounds,
+                            -1.0 if threshold is None else threshold, fail_on_regression, strict,
+                            os.fspath(output_dir), record, progress)
+    return Compare(report=json.loads(raw["report_json"]) if raw["report_json"] else None,
+                   exit_code=raw["exit_code"], all_correct=raw["all_correct"], regression=raw["regression"],
+                   performance_not_measured=raw["performance_not_measured"], console=raw["console"],
+                   errors=raw["errors"], warnings=list(raw["warnings"]), workspace=raw["workspace"],
+                   report_path=raw["report_path"], run_id=raw["run_id"])

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/phase_times.hpp"
@@ -107,9 +108,11 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
 
   std::vector<std::vector<trace::Trace>> traces(files.size());
   std::vector<std::optional<Error>> errors(files.size());
+  const std::atomic<bool>* cancel = options.ingest.cancel;
   parallel_for(files.size(), files.size() > 1 ? threads : 1, [&](size_t i) {
     auto t0 = std::chrono::steady_clock::now();
     try {
+      throw_if_cancelled(cancel, "gap analysis");
       traces[i] = trace::load_trace_ranks(files[i], per_file);
     } catch (const Error& e) {
       errors[i] = e;
@@ -127,6 +130,8 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
     }
   });
 
+  // A cancelled read is no unreadable file: the run stops rather than skip it.
+  throw_if_cancelled(cancel, "gap analysis");
   // One rule for a folder in every mode: a file that cannot be read is skipped
   // and listed; only when none can be read does the first error end the run.
   std::vector<trace::Trace*> loaded;
@@ -150,6 +155,7 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
       options.cpu_fallback && options.config.categories == GapAnalysisConfig{}.categories;
   std::vector<RankGapResult> ranks(loaded.size());
   parallel_for(loaded.size(), threads, [&](size_t i) {
+    if (cancel && cancel->load()) return;  // thrown below, once every worker is back
     ranks[i] = analyze_rank(*loaded[i], options.config);
     if (!ranks[i].kernels.empty() && ranks[i].device_events > 0) {
       // On the tables already ingested (no re-parse); a few gain bounds keep it cheap.
@@ -165,6 +171,7 @@ GapAnalysisResult run_gap_analysis(const fs::path& trace_dir, const GapAnalysisR
     // be ranked again over its CPU ops below.
     if (!ranks[i].kernels.empty() || !may_fall_back) *loaded[i] = trace::Trace{};
   });
+  throw_if_cancelled(cancel, "gap analysis");
   bool any_counted = false, all_cpu_only = may_fall_back;
   for (const auto& r : ranks) {
     any_counted = any_counted || !r.kernels.empty();

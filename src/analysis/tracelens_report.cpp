@@ -13,6 +13,7 @@
 #include "analysis/roofline_table.hpp"
 #include "analysis/stage_splitter.hpp"
 #include "analysis/tracelens_tables.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "report/xlsx_writer.hpp"
@@ -267,6 +268,7 @@ void progress_loaded(const TraceLensOptions& o, const fs::path& path, const trac
 }
 
 Loaded load(const fs::path& path, const TraceLensOptions& o) {
+  throw_if_cancelled(o.ingest.cancel, "tracelens");
   auto t0 = std::chrono::steady_clock::now();
   Loaded l{trace::load_trace(path, o.ingest), {}};
   l.links = trace::links_of(l.trace);  // built by the ingest; Loaded keeps its own copy
@@ -282,12 +284,13 @@ std::vector<trace::Trace> load_ranked(const std::vector<fs::path>& files, const 
   std::vector<trace::Trace> traces;
   std::optional<Error> first_error;
   for (const auto& f : files) {
+    throw_if_cancelled(o.ingest.cancel, "tracelens");
     auto t0 = std::chrono::steady_clock::now();
     try {
       for (auto& t : trace::load_trace_ranks(f, o.ingest)) traces.push_back(std::move(t));
       progress_loaded(o, f, traces.back(), t0);
     } catch (const Error& e) {
-      if (files.size() == 1) throw;
+      if (files.size() == 1 || e.kind() == ErrorKind::kCancelled) throw;
       add_skipped(r, f, e);
       if (!first_error) first_error = e;
     }
@@ -403,6 +406,7 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
         captures.push_back({std::move(c.trace), std::move(c.links)});
         ga.capture_traces.push_back(f.string());
       } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kCancelled) throw;
         r.warnings.push_back(fmt::format("capture trace skipped: {}", e.what()));
       }
     }
@@ -433,6 +437,7 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
         main.links.summary.graph_kernels, main.links.summary.graph_launches));
   }
 
+  throw_if_cancelled(o.ingest.cancel, "tracelens");
   const auto t_split = std::chrono::steady_clock::now();
   StageSplit split = split_stages(main.trace, main.links, o.num_steps);
   for (const auto& w : split.warnings) r.warnings.push_back(w);
@@ -444,6 +449,7 @@ TraceLensResult run_inference(const TraceLensOptions& o, const fs::path& out_roo
   // One stage's tables from one iteration, written under out_root/label.
   auto report_stage = [&](Stage stage, const std::string& key, const std::string& label,
                           const Iteration& it, const StagePick& pick) {
+    throw_if_cancelled(o.ingest.cancel, "tracelens");
     TraceLensStageResult sr;
     sr.stage = stage;
     sr.key = key;
@@ -541,6 +547,7 @@ TraceLensResult run_pytorch(const TraceLensOptions& o, const fs::path& out_root)
                                        trace::rank_label(t.rank, t.cycle, t.cycles)));
       continue;
     }
+    throw_if_cancelled(o.ingest.cancel, "tracelens");
     ranks.insert(t.rank);
     add_rank(r, t);
     const trace::TraceLinks& links = trace::links_of(t);

@@ -102,6 +102,8 @@ void ArrivingText::start(void (ArrivingText::*producer)()) {
 }
 
 ArrivingText::~ArrivingText() {
+  // Nobody reads on (a reader's error or cancel): the producer stops at its next step.
+  abandoned_.store(true, std::memory_order_release);
   lift_window();  // a producer waiting for room would never be joined
   if (thread_.joinable()) thread_.join();
   if (fd_ >= 0) ::close(fd_);
@@ -248,6 +250,10 @@ void ArrivingText::inflate_all() {
       st.avail_in += static_cast<uint32_t>(n);
     }
     wait_for_room(done);
+    if (abandoned_.load(std::memory_order_acquire)) {
+      clean = false;
+      break;
+    }
     size_t step = std::min(kStepBytes, cap - done);
     back_ahead(done, step);
     st.next_out = reinterpret_cast<uint8_t*>(out_.data() + done);
@@ -288,6 +294,7 @@ void ArrivingText::read_all() {
   size_t done = 0;
   while (done < cap) {
     wait_for_room(done);
+    if (abandoned_.load(std::memory_order_acquire)) break;
     back_ahead(done, std::min(kStepBytes, cap - done));
     ssize_t n = ::read(fd_, out_.data() + done, std::min(kStepBytes, cap - done));
     if (n < 0 && errno == EINTR) continue;

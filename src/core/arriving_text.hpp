@@ -121,6 +121,7 @@ class ArrivingText {
   std::atomic<size_t> produced_{0};
   std::atomic<bool> stopped_{false};
   std::atomic<bool> released_any_{false};
+  std::atomic<bool> abandoned_{false};  // the destructor runs: the producer stops early
   // Guarded by mutex_: the window, the released prefix (page-aligned, pages
   // dropped), and the most any reader has asked wait_for for.
   size_t window_ = 0;

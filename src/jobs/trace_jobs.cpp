@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "analysis/gap_analysis_run.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "jobs/run_recorder.hpp"
 #include "store/results_store.hpp"
@@ -77,10 +78,12 @@ GapAnalysisOutcome run_gap_analysis(const GapAnalysisRequest& request, const Job
     analysis::GapAnalysisRunOptions options;
     options.config = request.config;
     options.ingest = request.ingest;
+    options.ingest.cancel = context.cancel;  // checked per file, per chunk of text, per rank
     options.progress = progress_lines(context);
     options.cpu_fallback = true;  // as a profiled serving run of a CPU server does
     GapAnalysisOutcome out;
     out.result = analysis::run_gap_analysis(request.trace_dir, options);
+    throw_if_cancelled(context.cancel, "gap analysis");  // before any report is written
     // Each run in a folder of its own (the store points at it); gap_analysis
     // is a link to the newest, the path Magpie's users' scripts read.
     const fs::path run_dir = analysis::make_gap_run_dir(request.output_dir);
@@ -125,6 +128,7 @@ TraceLensOutcome run_tracelens(const analysis::TraceLensOptions& request, const 
   return recorder.run([&] {
     analysis::TraceLensOptions options = request;
     options.progress = progress_lines(context);
+    options.ingest.cancel = context.cancel;
     TraceLensOutcome out;
     out.result = analysis::run_tracelens(options);
     out.run_id = recorder.id();
@@ -146,7 +150,10 @@ LoadedTrace load_trace(const fs::path& path, const trace::IngestOptions& ingest,
   }
   context.report(0, 1, "reading " + path.string());
   LoadedTrace out;
-  out.trace = trace::load_trace(path, ingest);
+  trace::IngestOptions cancellable = ingest;
+  cancellable.cancel = context.cancel;
+  out.trace = trace::load_trace(path, cancellable);
+  throw_if_cancelled(context.cancel, "load_trace");
   // The whole trace (no window), as gap analysis computes each rank's timeline.
   out.timeline = analysis::analyze_rank(out.trace, analysis::GapAnalysisConfig{}).timeline;
   context.report(1, 1, "read " + path.string());

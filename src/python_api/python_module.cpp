@@ -19,7 +19,11 @@
 
 #include "analysis/step_annotation.hpp"
 #include "core/error.hpp"
+#include "jobs/kernel_jobs.hpp"
+#include "jobs/results_jobs.hpp"
 #include "jobs/trace_jobs.hpp"
+#include "store/report_diff_writers.hpp"
+#include "store/run_record_json.hpp"
 #include "python_tables.hpp"
 
 namespace nb = nanobind;
@@ -30,8 +34,9 @@ namespace {
 
 // Runs `job(context)` on a worker thread while this thread, GIL released,
 // waits for it and checks for Ctrl-C every 100 ms: a KeyboardInterrupt sets
-// the context's cancel flag (jobs that honour it stop early; trace jobs do not
-// yet) and is raised once the job has returned. Errors cross as they were.
+// the context's cancel flag (the job stops at its next check: a chunk of text,
+// a file, a phase) and is raised once the job has returned. Errors cross as
+// they were.
 template <class Job>
 auto run_job(nb::object progress, Job&& job) {
   using Result = decltype(job(std::declval<const jobs::JobContext&>()));
@@ -226,6 +231,105 @@ nb::dict tracelens(const std::string& trace, const std::string& mode, const std:
   return out;
 }
 
+// `magpie compare -k CONFIG`: the same job, its report, and the exit status
+// the CLI returns for it (1 not all correct or a regression under
+// fail_on_regression, 8 timing could not run).
+nb::dict compare(const std::string& config, bool no_perf, bool no_latency, size_t baseline, int rounds,
+                 double threshold, bool fail_on_regression, bool strict, const std::string& output_dir,
+                 bool record, nb::object progress) {
+  jobs::KernelEvaluationRequest request;
+  request.compare = true;
+  request.sources.kernel_config = config;
+  request.overrides.rounds = rounds;
+  request.overrides.threshold = threshold;
+  request.baseline = baseline;
+  request.check_performance = !no_perf;
+  request.check_latency = !no_latency;
+  request.fail_on_regression = fail_on_regression;
+  request.strict = strict;
+  request.output_dir = output_dir;
+  struct Built {
+    jobs::KernelEvaluationOutcome outcome;
+    std::string report, console, errors;
+  };
+  Built b = run_job(progress, [&](const jobs::JobContext& context) {
+    jobs::JobContext c = context;
+    c.record = record;
+    Built out{jobs::evaluate_kernels(request, c), {}, {}, {}};
+    if (!out.outcome.report_path.empty()) out.report = jobs::report_json(out.outcome).dump();
+    out.console = jobs::console_text(out.outcome);
+    out.errors = jobs::error_text(out.outcome);
+    return out;
+  });
+  const auto& o = b.outcome;
+  nb::dict out;
+  out["report_json"] = b.report;
+  out["console"] = b.console;
+  out["errors"] = b.errors;
+  out["warnings"] = string_list(o.warnings);
+  out["exit_code"] = o.exit_code();
+  out["all_correct"] = o.all_correct;
+  out["regression"] = o.regression;
+  out["performance_not_measured"] = o.performance_not_measured;
+  out["workspace"] = o.workspace.string();
+  out["report_path"] = o.report_path.string();
+  out["run_id"] = o.run_id;
+  return out;
+}
+
+// `magpie results list --json`'s text: the records as the CLI writes them.
+std::string results_list(const std::string& store, const std::string& kind, const std::string& status,
+                         size_t limit) {
+  jobs::ResultsListRequest request;
+  request.store = store;
+  request.kind = kind;
+  request.status = status;
+  request.limit = limit;
+  std::vector<store::RunRecord> runs;
+  {
+    nb::gil_scoped_release nogil;
+    runs = jobs::list_runs(request);
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : runs) arr.push_back(store::to_json(r));
+  return arr.dump();
+}
+
+// `magpie results diff`: the report diff as `--format json` writes it, or (op
+// tables) their columns; the notes the CLI prints on stderr; any SLOWER.
+nb::dict results_diff(const std::string& store, const std::vector<std::string>& targets,
+                      const std::vector<std::string>& labels, bool ops, bool no_repeats, bool aa,
+                      std::optional<double> threshold, std::optional<int> resamples,
+                      std::optional<double> run_noise) {
+  jobs::ResultsDiffRequest request;
+  request.store = store;
+  request.targets = targets;
+  request.labels = labels;
+  request.ops = ops;
+  request.no_repeats = no_repeats;
+  request.aa = aa;
+  request.threshold = threshold;
+  request.resamples = resamples;
+  request.run_noise = run_noise;
+  std::optional<jobs::ResultsDiffOutcome> outcome;
+  std::string report;
+  Table table;
+  {
+    nb::gil_scoped_release nogil;
+    outcome = jobs::diff_runs(request);
+    if (outcome->diff) report = store::diff_json(*outcome->diff).dump();
+    if (outcome->ops) table = op_comparison_table(*outcome->ops);
+  }
+  nb::dict out;
+  out["kind"] = outcome->ops ? "ops" : "reports";
+  out["report_json"] = report;
+  out["ops"] = to_python(std::move(table));
+  out["warnings"] = string_list(outcome->ops ? outcome->ops->warnings : outcome->diff->warnings);
+  out["notes"] = string_list(outcome->notes);
+  out["regression"] = outcome->regression;
+  return out;
+}
+
 // magpie::Error → Magpie.MagpieError(message, exit_code, kind): the exit code
 // the CLI returns for the same error (README "Exit codes").
 void translate_error(const std::exception_ptr& p, void*) {
@@ -251,6 +355,13 @@ NB_MODULE(_magpie, m) {
   m.def("gap_analysis", &gap_analysis, nb::arg("trace_dir"), nb::arg("top_k"), nb::arg("start_pct"),
         nb::arg("end_pct"), nb::arg("min_duration_us"), nb::arg("output_dir"), nb::arg("threads"),
         nb::arg("record"), nb::arg("progress") = nb::none());
+  m.def("compare", &compare, nb::arg("config"), nb::arg("no_perf"), nb::arg("no_latency"), nb::arg("baseline"),
+        nb::arg("rounds"), nb::arg("threshold"), nb::arg("fail_on_regression"), nb::arg("strict"),
+        nb::arg("output_dir"), nb::arg("record"), nb::arg("progress") = nb::none());
+  m.def("results_list", &results_list, nb::arg("store"), nb::arg("kind"), nb::arg("status"), nb::arg("limit"));
+  m.def("results_diff", &results_diff, nb::arg("store"), nb::arg("targets"), nb::arg("labels"), nb::arg("ops"),
+        nb::arg("no_repeats"), nb::arg("aa"), nb::arg("threshold").none(), nb::arg("resamples").none(),
+        nb::arg("run_noise").none());
   m.def("tracelens", &tracelens, nb::arg("trace"), nb::arg("mode"), nb::arg("stages"), nb::arg("output_dir"),
         nb::arg("threads"), nb::arg("record"), nb::arg("progress") = nb::none());
 }

@@ -4,6 +4,8 @@
 
 #include <nanobind/ndarray.h>
 
+#include <limits>
+
 #include "sources/kernel_name.hpp"
 
 namespace magpie::python_api {
@@ -170,6 +172,43 @@ Table gap_rank_table(const analysis::GapAnalysisResult& result) {
           {"computation_us", std::move(computation)},
           {"exposed_communication_us", std::move(comm)},
           {"exposed_memcpy_us", std::move(memcpy)}};
+}
+
+Table op_comparison_table(const store::OpTableComparison& t) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::string> section, name;
+  for (const auto& r : t.rows) {
+    section.push_back(r.section);
+    name.push_back(r.name);
+  }
+  Table out{{"section", std::move(section)}, {"name", std::move(name)}};
+  for (size_t w = 0; w < t.labels.size(); ++w) {
+    std::vector<double> time, share, delta, delta_pct;
+    std::vector<int64_t> calls;
+    std::vector<double> calls_or_nan;
+    bool all_present = true;
+    for (const auto& r : t.rows) {
+      const auto& c = r.cells[w];
+      all_present = all_present && c.has_value();
+      time.push_back(c ? c->time_us : nan);
+      calls.push_back(c ? c->calls : 0);
+      calls_or_nan.push_back(c ? static_cast<double>(c->calls) : nan);
+      share.push_back(c ? c->share_pct : nan);
+      const double base = r.cells[0] ? r.cells[0]->time_us : 0;  // as op_table_csv
+      delta.push_back((c ? c->time_us : 0) - base);
+      delta_pct.push_back(base > 0 && c ? (c->time_us - base) / base * 100 : nan);
+    }
+    const std::string& label = t.labels[w];
+    out.push_back({label + " time_us", std::move(time)});
+    if (all_present) out.push_back({label + " calls", std::move(calls)});
+    else out.push_back({label + " calls", std::move(calls_or_nan)});
+    out.push_back({label + " share_pct", std::move(share)});
+    if (w > 0) {
+      out.push_back({label + " delta_us", std::move(delta)});
+      out.push_back({label + " delta_pct", std::move(delta_pct)});
+    }
+  }
+  return out;
 }
 
 }  // namespace magpie::python_api

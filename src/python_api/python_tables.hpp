@@ -11,6 +11,7 @@
 
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gpu_timeline.hpp"
+#include "store/op_table_compare.hpp"
 #include "trace/trace.hpp"
 
 namespace magpie::python_api {
@@ -34,5 +35,9 @@ Table timeline_table(const analysis::GpuTimeline& timeline);
 Table gap_kernel_table(const analysis::GapAnalysisResult& result);
 // One row per rank: its trace, kernel time and GPU timeline.
 Table gap_rank_table(const analysis::GapAnalysisResult& result);
+
+// `results diff --ops`: op_table_csv's rows and columns, numbers unrounded; a
+// cell absent from a workspace's table is NaN (its calls column then is float).
+Table op_comparison_table(const store::OpTableComparison& table);
 
 }  // namespace magpie::python_api

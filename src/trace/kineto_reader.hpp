@@ -1,6 +1,7 @@
 #pragma once
 // PyTorch profiler (Kineto) JSON → Trace, with simdjson On-Demand over chunks
 // of the event array parsed in parallel.
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -21,6 +22,9 @@ struct IngestOptions {
   // Progress of a streamed ingest: (file, bytes of text parsed so far, bytes expected),
   // from the reading thread, once per chunk. May be empty.
   std::function<void(const std::string& origin, size_t done, size_t total)> on_bytes;
+  // Set → the ingest stops at its next chunk with Error(kCancelled) (core/cancel.hpp).
+  // Checked where on_bytes reports, and before each file of a folder.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // `doc` must stay alive only during the call. Throws Error(kBadFormat) with the

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/parallel.hpp"
 #include "core/phase_times.hpp"
 #include "trace/kineto_chunks.hpp"
@@ -287,6 +288,8 @@ Trace parse_kineto(ArrivingText& arriving, const std::string& origin, const Inge
       add_chunk(begin, chunk_end_before(text, begin, cut));
       begin = cut;
       if (options.on_bytes) options.on_bytes(origin, begin, arriving.expected_size());
+      // Workers and the producer are stopped by their owners' destructors.
+      throw_if_cancelled(options.cancel, "reading " + origin);
     } else if (final) {
       break;
     }

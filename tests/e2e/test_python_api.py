@@ -9,10 +9,13 @@ the wheel's own `magpie` binary on the same input: the DataFrames against the
 CLI's CSV (numbers formatted as the CSV writes them), the errors against the
 CLI's exit code and message.
 """
+import csv
 import gzip
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, shared_traces
+from test_results_cli import serving_workspace
 from test_wheel import built_wheel
 
 pytestmark = pytest.mark.e2e
@@ -28,30 +32,38 @@ pytestmark = pytest.mark.e2e
 CACHE = Path(os.environ.get("MAGPIE_E2E_CACHE", Path.home() / ".cache" / "magpie-e2e"))
 DEPS_VENV = CACHE / "pyapi-venv"
 DEPS = ["numpy", "pandas"]
+# The notebook's own needs (examples/notebooks), in a cached venv of their own.
+NOTEBOOK_VENV = CACHE / "notebook-venv"
+NOTEBOOK_DEPS = ["nbclient", "nbformat", "ipykernel", "matplotlib", "pandas"]
 SAMPLE = REPO_ROOT / "examples" / "traces"
 SHARED = shared_traces()
 SENDRECV = sorted((SHARED / "public").glob("hta__sendrecv-rank-*.json.gz"))
 
 
-def _deps_site_packages() -> Path:
-    """numpy and pandas for this Python, installed once into the cached venv."""
-    py = DEPS_VENV / "bin" / "python"
-    probe = "import numpy, pandas, sysconfig; print(sysconfig.get_paths()['purelib'])"
+def _deps_site_packages(venv: Path = DEPS_VENV, deps: list = DEPS, modules: str = "numpy, pandas") -> Path:
+    """DEPS for this Python, installed once into the cached VENV (MODULES import from it)."""
+    py = venv / "bin" / "python"
+    probe = f"import {modules}, sysconfig; print(sysconfig.get_paths()['purelib'])"
     r = subprocess.run([py, "-c", probe], capture_output=True, text=True) if py.exists() else None
     if r is None or r.returncode != 0:
         CACHE.mkdir(parents=True, exist_ok=True)
-        log = CACHE / "pyapi-install.log"
+        log = CACHE / f"{venv.name}-install.log"
         with open(log, "a") as f:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", DEPS_VENV], check=True, stdout=f, stderr=f)
-            ok = subprocess.run([py, "-m", "pip", "install", "-q", *DEPS], stdout=f, stderr=subprocess.STDOUT)
+            subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True, stdout=f, stderr=f)
+            ok = subprocess.run([py, "-m", "pip", "install", "-q", *deps], stdout=f, stderr=subprocess.STDOUT)
         r = subprocess.run([py, "-c", probe], capture_output=True, text=True)
         if ok.returncode != 0 or r.returncode != 0:
-            pytest.fail(f"cannot install {' '.join(DEPS)} into {DEPS_VENV}; see {log}")
+            pytest.fail(f"cannot install {' '.join(deps)} into {venv}; see {log}")
     return Path(r.stdout.strip())
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
+    if "MAGPIE_PYAPI_VENV" in os.environ:
+        # A developer's venv with Magpie importable (the extension built in build/
+        # with -DMAGPIE_BUILD_PYTHON=ON, docs/PYTHON_API.md "Tests"): for iterating
+        # only; CI runs against the wheel.
+        return Path(os.environ["MAGPIE_PYAPI_VENV"])
     wheel = built_wheel()  # skips, saying how to build one, when there is none
     deps = _deps_site_packages()
     root = tmp_path_factory.mktemp("pyapi") / "venv"
@@ -236,28 +248,300 @@ def test_gil_is_released_while_gap_analysis_runs(venv, env, tmp_path):
     assert out["seen"][-1] - out["seen"][0] > 0, out
 
 
-def test_ctrl_c_during_a_call_raises_keyboard_interrupt(venv, env, tmp_path):
-    """SIGINT (Ctrl-C) arrives while the job runs (sent from its first progress
-    callback): the waiting thread sees it, sets the job's cancel flag and, once
-    the job returns, raises KeyboardInterrupt instead of returning a result.
-    The waiting thread takes the signal from Python, so were it not raised
-    again the interrupt would be lost and the call would return. (The trace
-    jobs do not check the cancel flag yet: docs/PYTHON_API.md.)"""
+@pytest.fixture(scope="module")
+def large_trace(tmp_path_factory) -> Path:
+    """A folder holding one ~220 MB Kineto trace: bench/data/large_trace.json.gz
+    when the benchmark made it, else made the same way (bench/make_large_trace.py,
+    the shipped trace replicated with fresh ids) for this test."""
+    folder = tmp_path_factory.mktemp("large")
+    made = REPO_ROOT / "bench" / "data" / "large_trace.json.gz"
+    if not made.is_file():
+        source = next(SAMPLE.glob("*.json.gz"))
+        subprocess.run([sys.executable, REPO_ROOT / "bench" / "make_large_trace.py", "--source", source,
+                        "--out-dir", folder / "made"], check=True, capture_output=True, timeout=900)
+        made = folder / "made" / "large_trace.json.gz"
+    (folder / "trace").mkdir()
+    os.symlink(made, folder / "trace" / "large_trace.json.gz")
+    return folder / "trace"
+
+
+# The call runs in a child Python that prints each progress step as a JSON
+# line; the test sends SIGINT (Ctrl-C) after the first one and reads how the
+# call ended and which steps it saw.
+CANCELLED_CALL = """
+import json, sys, Magpie
+def progress(done, total, message):
+    print(json.dumps({"done": done, "total": total, "message": message}), flush=True)
+try:
+    CALL
+    out = {"outcome": "returned"}
+except KeyboardInterrupt:
+    out = {"outcome": "KeyboardInterrupt"}
+except Magpie.MagpieError as e:
+    out = {"outcome": "MagpieError", "exit_code": e.exit_code, "message": str(e)}
+print(json.dumps(out), flush=True)
+"""
+
+CALLS = {
+    "gap_analysis": "Magpie.gap_analysis(TRACE_DIR, output_dir='py', progress=progress)",
+    "tracelens": "Magpie.tracelens(TRACE, output_dir='py', progress=progress)",
+    "load_trace": "Magpie.load_trace(TRACE, progress=progress)",
+}
+
+
+def interrupted(argv: list, env: dict, cwd: Path, stream: str, first) -> tuple:
+    """Runs ARGV, sends SIGINT once a line of its STREAM ("stdout" or "stderr")
+    passes FIRST; returns (returncode, the lines of that stream, the other stream)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    watched = p.stdout if stream == "stdout" else p.stderr
+    other = p.stderr if watched is p.stdout else p.stdout
+    lines = []
+    try:
+        for line in watched:
+            lines.append(line.rstrip("\n"))
+            if first(line):
+                p.send_signal(signal.SIGINT)
+                break
+        lines += [line.rstrip("\n") for line in watched]
+        rest = other.read()
+        p.wait(timeout=600)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, lines, rest
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_ctrl_c_stops_a_long_call_with_keyboard_interrupt(venv, env, tmp_path, large_trace, call):
+    """Ctrl-C while a call reads the 220 MB trace: KeyboardInterrupt, and the job
+    stopped where it was. A call that ran to the end (the trace jobs before they
+    checked the cancel flag) reports every chunk and then the trace as loaded;
+    a cancelled one saw only part of the chunks, and wrote no report."""
+    code = CANCELLED_CALL.replace("CALL", CALLS[call])
+    code = f"TRACE_DIR = {str(large_trace)!r}\nTRACE = {str(next(large_trace.iterdir()))!r}\n" + code
+    # SIGINT after the first progress step.
+    rc, lines, err = interrupted([venv / "bin" / "python", "-c", code], env, tmp_path, "stdout", lambda line: True)
+    assert rc == 0, err
+    steps, out = [json.loads(x) for x in lines[:-1]], json.loads(lines[-1])
+    assert out == {"outcome": "KeyboardInterrupt"}, (out, err)
+    # A run to the end ends its steps with "loaded ..." (gap_analysis, tracelens) or "read ..." (load_trace).
+    assert steps and all(s["message"].startswith("reading ") for s in steps), steps
+    assert not (tmp_path / "py" / "gap_analysis").exists() and not (tmp_path / "py" / "tracelens" /
+                                                                      "tracelens_manifest.json").exists()
+
+
+def test_ctrl_c_stops_the_cli_too(venv, env, tmp_path, large_trace):
+    """The same cancel flag under `magpie benchmark --trace-dir`: Ctrl-C during
+    the read ends the run with exit 130, no report, and the run recorded as
+    cancelled in the results store."""
+    argv = [venv / "bin" / "magpie", "--progress", "benchmark", "--trace-dir", large_trace, "-o", "cli"]
+    rc, lines, _ = interrupted(list(map(str, argv)), env, tmp_path, "stderr",
+                               lambda line: "large_trace" in line and "MB" in line)  # the read's first line
+    assert rc == 130, lines
+    assert any("cancelled" in x for x in lines), lines
+    assert not any(x.startswith("loaded") or "loaded large_trace" in x for x in lines), lines
+    assert not (tmp_path / "cli" / "gap_analysis").exists()
+    runs = json.loads(cli(venv, env, tmp_path, "results", "list", "--json").stdout)
+    assert [r["status"] for r in runs] == ["cancelled"]
+
+
+# Magpie.results beside `magpie results`: a private store with gap analyses
+# recorded by both faces, and two serving workspaces in the layout `magpie
+# benchmark vllm` leaves (test_results_cli.serving_workspace: the candidate's
+# requests take 60% of the baseline's time).
+RESULTS_CODE = """
+import pandas as pd
+runs = Magpie.results.list(limit=0)
+by_id = Magpie.results.list(kind="gap_analysis", limit=2)
+ops = Magpie.results.diff(GAP_A, GAP_B)
+ops_by_id = Magpie.results.diff(1, 2).to_pandas()
+ops_by_id.columns = ops.to_pandas().columns  # labelled #1, #2 rather than by folder
+rep = Magpie.results.diff(BASE, FAST, labels=["base", "fast"])
+df = ops.to_pandas()
+def text(col, v):
+    if col.endswith(" calls"):
+        return str(int(v))
+    if df[col].dtype.kind == "f":
+        if v != v:
+            return ""
+        return f"{v:.3f}" if col.endswith(("time_us", "delta_us")) else f"{v:.2f}"
+    return str(v)
+cells = [[text(c, v) for c, v in zip(df.columns, row)] for row in df.itertuples(index=False)]
+rdf = rep.to_pandas()
+out = {"runs": runs.records, "runs_df": len(runs.to_pandas()), "by_id": by_id.records,
+       "ops_kind": ops.kind, "ops_columns": list(df.columns), "ops_rows": cells,
+       "ops_by_id": ops_by_id.equals(df), "report": rep.report, "report_rows": len(rdf),
+       "metrics": sorted(set(rdf["metric"])), "regression": rep.regression}
+"""
+
+
+def test_results_list_and_diff_equal_the_cli(venv, env, tmp_path):
+    for name in ("gap_a", "gap_b"):
+        r = cli(venv, env, tmp_path, "benchmark", "--trace-dir", SAMPLE, "-o", name)
+        assert r.returncode == 0, r.stderr
+    api(venv, f"Magpie.gap_analysis({str(SAMPLE)!r}, output_dir='gap_py')\nout = 0", env, tmp_path)
+    base = serving_workspace(tmp_path / "benchmark_vllm_20260101_000000", 1.0, 1)
+    fast = serving_workspace(tmp_path / "benchmark_vllm_20260102_000000", 0.6, 2)
+    gap_a, gap_b = (tmp_path / n / "gap_analysis" for n in ("gap_a", "gap_b"))
+    code = (f"GAP_A, GAP_B = {str(gap_a)!r}, {str(gap_b)!r}\nBASE, FAST = {str(base)!r}, {str(fast)!r}\n"
+            + RESULTS_CODE)
+    out = api(venv, code, env, tmp_path)
+
+    runs = json.loads(cli(venv, env, tmp_path, "results", "list", "--json", "--limit", "0").stdout)
+    assert out["runs"] == runs and len(runs) == 3 and out["runs_df"] == 3
+    assert [r["face"] for r in runs] == ["python", "cli", "cli"]
+    limited = cli(venv, env, tmp_path, "results", "list", "--json", "--kind", "gap_analysis", "--limit", "2")
+    assert out["by_id"] == json.loads(limited.stdout)
+
+    r = cli(venv, env, tmp_path, "results", "diff", gap_a, gap_b)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.reader(io.StringIO(r.stdout)))
+    assert out["ops_kind"] == "ops" and out["ops_columns"] == rows[0]
+    assert out["ops_rows"] and out["ops_rows"] == rows[1:]
+    assert out["ops_by_id"], "diff(1, 2) by run id differs from the diff of their folders"
+
+    r = cli(venv, env, tmp_path, "results", "diff", base, fast, "--label", "base,fast", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert out["report"] == json.loads(r.stdout)
+    # The candidate is faster: TTFT, TPOT, ITL, E2EL and throughput rows, verdicts from the bootstrap.
+    assert out["report_rows"] == sum(len(c["metrics"]) for c in out["report"]["serving"]) > 0
+    assert "ttft_mean_ms" in out["metrics"] and out["regression"] is False
+
+
+@pytest.mark.parametrize("call, argv", [
+    ("Magpie.results.diff(999, 1)", ["results", "diff", "999", "1"]),
+    ("Magpie.results.diff('no-such-dir', 'no-such-dir-2')", ["results", "diff", "no-such-dir", "no-such-dir-2"]),
+])
+def test_results_errors_carry_the_cli_exit_code_and_message(venv, env, tmp_path, call, argv):
+    cli(venv, env, tmp_path, "benchmark", "--trace-dir", SAMPLE, "-o", "gap")  # a store with run 1
+    r = cli(venv, env, tmp_path, *argv)
+    assert r.returncode not in (0, 1), r.stderr
     out = api(venv, f"""
-        import os, signal
-        sent = []
-        def progress(done, total, msg):
-            if not sent:
-                sent.append(1)
-                os.kill(os.getpid(), signal.SIGINT)
         try:
-            Magpie.gap_analysis({str(SAMPLE)!r}, output_dir="py", progress=progress)
-            out = {{"outcome": "returned"}}
-        except KeyboardInterrupt:
-            out = {{"outcome": "KeyboardInterrupt"}}
-        out["sent"] = len(sent)
-    """, env, tmp_path, timeout=120)
-    assert out == {"outcome": "KeyboardInterrupt", "sent": 1}
+            {call}
+            out = None
+        except Magpie.MagpieError as e:
+            out = {{"exit_code": e.exit_code, "message": str(e)}}
+    """, env, tmp_path)
+    assert out and out["exit_code"] == r.returncode
+    assert f"error: {out['message']}\n" in r.stderr
+
+
+def test_results_list_of_an_unknown_kind_is_a_usage_error(venv, env, tmp_path):
+    out = api(venv, """
+        try:
+            Magpie.results.list(kind="benchmarks")
+            out = None
+        except Magpie.MagpieError as e:
+            out = {"exit_code": e.exit_code, "message": str(e)}
+    """, env, tmp_path)
+    assert out and out["exit_code"] == 2 and "benchmarks" in out["message"]
+
+
+# Magpie.compare beside `magpie compare`: the PyTorch GELU pair of
+# examples/kernel_speed, whose inputs fall back to CPU tensors, run by the
+# serving suite's venv Python (it has torch; MAGPIE_PYTHON names it to both faces).
+KERNEL_PAIR = REPO_ROOT / "examples" / "kernel_speed" / "compare.yaml"
+
+
+@pytest.fixture(scope="module")
+def torch_env():
+    import serving_env
+    serving_env.ensure_vllm()
+    return {"MAGPIE_PYTHON": str(serving_env.PY)}
+
+
+COMPARE_CODE = """
+r = Magpie.compare(CONFIG, no_perf=NO_PERF, output_dir="py")
+v = r.verdicts.to_pandas()
+out = {"exit_code": r.exit_code, "all_correct": r.all_correct, "verdicts": r.report["results"]["verdicts"],
+       "table": v.where(v.notna(), None).to_dict("records"), "not_measured": r.performance_not_measured,
+       "console": r.console, "report_path": r.report_path}
+"""
+
+
+@pytest.mark.parametrize("no_perf", [True, False], ids=["no-perf", "timed-where-possible"])
+def test_compare_gives_what_the_cli_gives(venv, env, tmp_path, torch_env, no_perf):
+    env = {**env, **torch_env}
+    argv = ["compare", "-k", KERNEL_PAIR, "-o", "cli"] + (["--no-perf"] if no_perf else [])
+    r = cli(venv, env, tmp_path, *argv)
+    assert r.returncode in (0, 8), r.stdout + r.stderr  # 8: correct, but no GPU to time on
+    cli_report = json.loads(next((tmp_path / "cli").glob("compare_*/compare_report.json")).read_text())
+    out = api(venv, f"CONFIG = {str(KERNEL_PAIR)!r}\nNO_PERF = {no_perf}\n" + COMPARE_CODE, env, tmp_path)
+    assert out["exit_code"] == r.returncode and out["all_correct"]
+    assert bool(out["not_measured"]) == (r.returncode == 8)
+    if no_perf:
+        assert r.returncode == 0
+    # Same verdict rows (timings differ run to run: compared when not timed).
+    cli_verdicts = cli_report["results"]["verdicts"]
+    assert [v["kernel_id"] for v in out["verdicts"]] == [v["kernel_id"] for v in cli_verdicts] == \
+        ["gelu_torch", "gelu_twin"]
+    if r.returncode != 0 or no_perf:
+        assert out["verdicts"] == cli_verdicts
+    assert [row["kernel_id"] for row in out["table"]] == ["gelu_torch", "gelu_twin"]
+    assert out["table"][0]["role"] == "baseline"
+    assert [row["eligible"] for row in out["table"]] == [v["eligible"] for v in out["verdicts"]]
+    assert Path(out["report_path"]).is_file()
+
+
+def test_compare_errors_carry_the_cli_exit_code_and_message(venv, env, tmp_path, torch_env):
+    one = tmp_path / "one.yaml"
+    one.write_text("kernels:\n  - id: gelu_torch\n    type: pytorch\n"
+                   "    bench_target: {module: gelu_torch, callable: gelu, get_inputs: get_inputs}\n")
+    env = {**env, **torch_env}
+    r = cli(venv, env, tmp_path, "compare", "-k", one, "--no-perf", "-o", "cli")
+    assert r.returncode == 1 and "at least 2 kernels" in r.stderr, r.stderr  # refused (kRejected): exit 1
+    out = api(venv, f"""
+        try:
+            Magpie.compare({str(one)!r}, no_perf=True, output_dir="py")
+            out = None
+        except Magpie.MagpieError as e:
+            out = {{"exit_code": e.exit_code, "message": str(e)}}
+    """, env, tmp_path)
+    assert out and out["exit_code"] == r.returncode
+    assert f"error: {out['message']}\n" in r.stderr
+
+
+NOTEBOOK = REPO_ROOT / "examples" / "notebooks" / "trace_analysis.ipynb"
+
+
+def test_notebook_runs_and_shows_the_cli_numbers(venv, env, tmp_path):
+    """examples/notebooks/trace_analysis.ipynb executed with nbclient by the
+    wheel's Python (its kernel is that Python): every cell runs, the top-kernels
+    table is the CLI's gap_analysis.csv, the roofline table is there and the
+    plot is rendered as a PNG."""
+    nb_site = _deps_site_packages(NOTEBOOK_VENV, NOTEBOOK_DEPS, "nbclient, nbformat, ipykernel, matplotlib")
+    site = subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    nb_env = dict(env, PYTHONPATH=str(nb_site), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    out = api(venv, f"""
+        import nbformat
+        from nbclient import NotebookClient
+        nb = nbformat.read({str(NOTEBOOK)!r}, as_version=4)
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={{"metadata": {{"path": {str(NOTEBOOK.parent)!r}}}}}).execute()
+        cells = []
+        for c in nb.cells:
+            if c.cell_type != "code":
+                continue
+            texts, images = [], 0
+            for o in c.outputs:
+                data = o.get("data", {{}})
+                texts.append(data.get("text/plain", "") + o.get("text", ""))
+                images += "image/png" in data
+                assert o.output_type != "error", o
+            cells.append({{"text": "\\n".join(texts), "images": images}})
+        out = {{"cells": cells}}
+    """, nb_env, tmp_path, timeout=900)
+    assert site  # the wheel's venv ran it
+    cells = out["cells"]
+    r = cli(venv, env, tmp_path, "benchmark", "--trace-dir", SAMPLE, "--top-k", "10", "-o", "cli")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "cli" / "gap_analysis" / "gap_analysis.csv")))
+    top = cells[1]["text"]
+    assert rows[0]["Name"][:20] in top and rows[0]["Calls"] in top, top
+    assert "roofline_bound" in cells[3]["text"], cells[3]
+    assert cells[-1]["images"] == 1, cells[-1]
 
 
 def test_launcher_still_runs_the_binary(venv, env, tmp_path):
