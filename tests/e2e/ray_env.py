@@ -45,14 +45,27 @@ def ensure_ray() -> Path:
     return RAY
 
 
-def free_port() -> int:
-    """A free TCP port outside Ray's default worker range (10002-19999)."""
-    while True:
-        with socket.socket() as s:
+def free_ports(n: int) -> list:
+    """n distinct free TCP ports outside Ray's default worker range (10002-19999).
+    Every socket stays bound until all n are chosen: picking them one at a time
+    can hand out the same port twice (a CI run got client_server = dashboard)."""
+    held, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            held.append(s)
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if port >= 20000:
-            return port
+            if port >= 20000:
+                ports.append(port)
+    finally:
+        for s in held:
+            s.close()
+    return ports
+
+
+def free_port() -> int:
+    return free_ports(1)[0]
 
 
 class RayHead:
@@ -65,14 +78,14 @@ class RayHead:
         ray = ensure_ray()
         # Short: Ray puts unix sockets under it (107-byte path limit).
         self.temp_dir = Path(tempfile.mkdtemp(prefix="mray", dir="/tmp"))
-        self.dashboard_port = free_port()
+        self.dashboard_port, gcs_port, client_port, agent_port = free_ports(4)
         self.address = f"http://127.0.0.1:{self.dashboard_port}"
         self.log = (log_dir or self.temp_dir) / "ray-head.log"
         t0 = time.monotonic()
         cmd = [str(ray), "start", "--head", "--block", f"--num-cpus={num_cpus}", "--num-gpus=0",
                "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
-               f"--port={free_port()}", f"--ray-client-server-port={free_port()}",
-               f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={self.temp_dir}",
+               f"--port={gcs_port}", f"--ray-client-server-port={client_port}",
+               f"--dashboard-agent-listen-port={agent_port}", f"--temp-dir={self.temp_dir}",
                "--include-dashboard=true", "--disable-usage-stats",
                # small: the CI box has 2 cores and 24 GiB
                "--object-store-memory=100000000"]
