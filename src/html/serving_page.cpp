@@ -27,6 +27,7 @@ struct ServingCaseSummary {
   std::string request_rate;
   double request_throughput = 0, output_throughput = 0;
   json latency;  // {ttft|tpot|itl|e2el: {mean_ms, p50_ms, p90_ms, p99_ms, ...}}
+  json turns;    // sessions: [{turn, completed, failed, mean_input_tokens, ttft: {median_ms, p99_ms, ...}}]
 };
 
 // The report file's per-case summaries (or the run's, for a report without cases).
@@ -37,6 +38,7 @@ struct ServingReportFile {
   std::vector<ServingCaseSummary> cases;
   json gpu_monitor;  // the report's gpu_monitor block (null when the run had none)
   json quality_gate;  // the accuracy gate's block (null when the run had none)
+  json slo_search;    // --search: its probes and knee (null when the run had none)
 };
 
 double number_at(const json& j, const char* key) {
@@ -60,6 +62,7 @@ ServingCaseSummary case_summary(const json& c) {
     s.output_throughput = number_at(*t, "output_throughput");
   }
   if (auto l = c.find("latency"); l != c.end() && l->is_object()) s.latency = *l;
+  if (auto t = c.find("turns"); t != c.end() && t->is_array()) s.turns = *t;
   return s;
 }
 
@@ -80,6 +83,7 @@ ServingReportFile read_report(const fs::path& workspace) {
   r.success = j.value("success", false);
   if (auto g = j.find("gpu_monitor"); g != j.end() && g->is_object()) r.gpu_monitor = *g;
   if (auto q = j.find("quality_gate"); q != j.end() && q->is_object()) r.quality_gate = *q;
+  if (auto ss = j.find("slo_search"); ss != j.end() && ss->is_object()) r.slo_search = *ss;
   if (auto e = j.find("errors"); e != j.end() && e->is_array())
     for (const auto& x : *e)
       if (x.is_string()) r.errors.push_back(x.get<std::string>());
@@ -102,6 +106,70 @@ std::string case_name(const std::string& label, size_t i) {
 }
 
 constexpr size_t kTimelineRequests = 400;
+
+// --search: request throughput and goodput against the probed rate (or concurrency), the
+// knee in the caption, and each probe's verdict in a table.
+std::optional<Section> slo_search_section(const json& ss) {
+  if (ss.is_null()) return std::nullopt;
+  const json probes = ss.value("probes", json::array());
+  if (probes.empty()) return std::nullopt;
+  std::vector<const json*> sorted;
+  for (const auto& p : probes) sorted.push_back(&p);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const json* a, const json* b) { return number_at(*a, "value") < number_at(*b, "value"); });
+  const bool conc = text_at(ss, "variable") == "concurrency";
+  const std::string x_axis = conc ? "concurrency" : "offered request rate (req/s)";
+  XYSeries thr{"request throughput (req/s)", {}, {}, {}, true};
+  XYSeries good{"request goodput (req/s)", {}, {}, {}, true};
+  Table t{{conc ? "concurrency" : "rate (req/s)", "verdict", "req/s", "goodput (req/s)", "runs"}, {}};
+  for (const json* p : sorted) {
+    const double v = number_at(*p, "value");
+    const std::string verdict = text_at(*p, "verdict");
+    thr.x.push_back(v);
+    thr.y.push_back(number_at(*p, "request_throughput"));
+    good.x.push_back(v);
+    good.y.push_back(number_at(*p, "request_goodput"));
+    thr.point_labels.push_back(verdict);
+    good.point_labels.push_back(verdict);
+    t.rows.push_back({format_number(v), verdict, format_number(number_at(*p, "request_throughput")),
+                      format_number(number_at(*p, "request_goodput")),
+                      std::to_string(p->value("runs", json::array()).size())});
+  }
+  Section s{"SLO search: throughput and goodput against the load", text_at(ss, "summary"), {}, {}};
+  s.charts.push_back(xy_chart("Request throughput and goodput per probe",
+                              "One point per probe (medians over its runs), by the value probed; goodput counts "
+                              "the requests within the SLOs.",
+                              {thr, good}, x_axis, "req/s"));
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+// Sessions: TTFT by turn index, one line per case (where prefix caching shows: later turns
+// resend the history).
+std::optional<Section> turns_section(const std::vector<ServingCaseSummary>& cases) {
+  std::vector<XYSeries> median, p99;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].turns.empty()) continue;
+    const std::string name = case_name(cases[i].label, i);
+    XYSeries a{name, {}, {}, {}, true}, b{name, {}, {}, {}, true};
+    for (const auto& t : cases[i].turns) {
+      const json ttft = t.value("ttft", json::object());
+      a.x.push_back(number_at(t, "turn"));
+      a.y.push_back(number_at(ttft, "median_ms"));
+      b.x.push_back(number_at(t, "turn"));
+      b.y.push_back(number_at(ttft, "p99_ms"));
+    }
+    median.push_back(std::move(a));
+    p99.push_back(std::move(b));
+  }
+  if (median.empty()) return std::nullopt;
+  Section s{"TTFT by turn", "Each turn resends the session's history; with prefix caching, later turns start sooner.",
+            {}, {}};
+  s.two_columns = true;
+  s.charts.push_back(xy_chart("Median TTFT by turn", "One line per case.", median, "turn", "median TTFT (ms)"));
+  s.charts.push_back(xy_chart("TTFT p99 by turn", "One line per case.", p99, "turn", "TTFT p99 (ms)"));
+  return s;
+}
 
 // profiler.gpu_monitor: each field of gpu_monitor.csv (gpu/gpu_monitor.hpp writes it:
 // timestamp_s, gpu, then one column per field, empty where the driver gave nothing) over time,
@@ -281,6 +349,9 @@ Page serving_page(const fs::path& workspace) {
                                     "median TPOT (ms)", "output throughput (tok/s)"));
     page.sections.push_back(std::move(sweep));
   }
+
+  if (auto ss = slo_search_section(report.slo_search)) page.sections.push_back(std::move(*ss));
+  if (auto tt = turns_section(report.cases)) page.sections.push_back(std::move(*tt));
 
   if (auto g = gpu_monitor_section(report.gpu_monitor, workspace, page.warnings))
     page.sections.push_back(std::move(*g));

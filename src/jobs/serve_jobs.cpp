@@ -11,9 +11,9 @@ namespace magpie::jobs {
 
 std::map<std::string, double> headline_metrics(const serve::BenchmarkReport& report) {
   std::map<std::string, double> out;
-  if (!report.cases.empty()) {
-    // The report's top-level figures are the first case's.
-    const auto& m = report.cases.front().metrics;
+  if (const serve::CaseReport* head = serve::headline_case(report)) {
+    // The report's top-level figures: the first case's, or a search's knee's.
+    const auto& m = head->metrics;
     out["request_throughput"] = m.request_throughput;
     out["output_throughput"] = m.output_throughput;
     out["total_token_throughput"] = m.total_token_throughput;

@@ -311,6 +311,70 @@ Tool compare_tool() {
   return t;
 }
 
+void add_load_shape_params(json& input_schema) {
+  auto& props = input_schema["properties"];
+  props["slo"] = s::string(
+      "Goodput SLOs (client.slo), e.g. \"ttft_p99<=2s,tpot_p50<=50ms\": METRIC ttft|tpot|itl|e2el, "
+      "STAT pNN|median|mean, LIMIT in ms, s or us");
+  props["search"] = s::object(
+      {{"variable", s::with_default(s::one_of("What the search raises", {"request_rate", "concurrency"}),
+                                    "request_rate")},
+       {"min", s::number("The range's low end (req/s or requests in flight)")},
+       {"max", s::number("The range's high end")},
+       {"step", s::number("The knee's resolution (default: min for a rate, 1 for a concurrency)")},
+       {"repeats", s::integer("Runs per probe (default 2)", 1)},
+       {"max_repeats", s::integer("A probe within noise gets more runs, up to this (default 4)", 1)},
+       {"noise", s::number("Least run-to-run noise assumed (default 0.05)", 0)},
+       {"max_probes", s::integer("Values probed at most (default 12)", 1)},
+       {"max_time_s", s::number("No new probe after this long (default 0: none)", 0)}},
+      {"min", "max"}, /*closed=*/true);
+  props["search"]["description"] =
+      "SLO search (client.search): the highest request rate or concurrency whose runs meet `slo`";
+  props["rate_ramp"] = s::string(
+      "Request-rate ramp (client.rate_ramp): linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N");
+}
+
+void load_shape_flags(const ToolCall& call, serve::BenchmarkFlags& f) {
+  if (has_arg(call, "slo")) f.slo = arg<std::string>(call, "slo", "");
+  if (has_arg(call, "rate_ramp")) f.rate_ramp = arg<std::string>(call, "rate_ramp", "");
+  if (!has_arg(call, "search")) return;
+  const json& se = call.arguments["search"];
+  f.search = se.value("variable", "request_rate");
+  f.search_range = fmt::format("{:g}:{:g}", se.at("min").get<double>(), se.at("max").get<double>());
+  auto num = [&](const char* key, std::optional<double>& out) {
+    if (se.contains(key)) out = se[key].get<double>();
+  };
+  auto integer = [&](const char* key, std::optional<int64_t>& out) {
+    if (se.contains(key)) out = se[key].get<int64_t>();
+  };
+  num("step", f.search_step);
+  num("noise", f.search_noise);
+  num("max_time_s", f.search_max_time);
+  integer("repeats", f.search_repeats);
+  integer("max_repeats", f.search_max_repeats);
+  integer("max_probes", f.search_max_probes);
+}
+
+void append_load_shape_args(const serve::BenchmarkFlags& f, std::vector<std::string>& args) {
+  auto add = [&](const char* flag, const std::string& value) {
+    args.push_back(flag);
+    args.push_back(value);
+  };
+  auto add_num = [&](const char* flag, const auto& v) {
+    if (v) add(flag, fmt::format("{}", *v));
+  };
+  if (f.slo) add("--slo", *f.slo);
+  if (f.rate_ramp) add("--rate-ramp", *f.rate_ramp);
+  if (f.search) add("--search", *f.search);
+  if (f.search_range) add("--search-range", *f.search_range);
+  add_num("--search-step", f.search_step);
+  add_num("--search-noise", f.search_noise);
+  add_num("--search-max-time", f.search_max_time);
+  add_num("--search-repeats", f.search_repeats);
+  add_num("--search-max-repeats", f.search_max_repeats);
+  add_num("--search-max-probes", f.search_max_probes);
+}
+
 Tool benchmark_tool() {
   Tool t;
   t.name = "benchmark";
@@ -364,6 +428,7 @@ Tool benchmark_tool() {
         s::with_default(s::boolean("The engine runs on CPU (drops GPU-only flags)"), false)}},
       {"framework", "model"});
   add_ray_benchmark_params(t.input_schema);
+  add_load_shape_params(t.input_schema);
   t.output_schema = s::object({{"success", s::boolean("")},
                                {"workspace", s::string("")},
                                {"run_id", s::integer("results-store row")},
@@ -406,6 +471,7 @@ Tool benchmark_tool() {
     if (has_arg(call, "extra_envs"))
       for (const auto& [k, v] : call.arguments["extra_envs"].items())
         f.envs.push_back(k + "=" + v.get<std::string>());
+    load_shape_flags(call, f);
     serve::BenchmarkConfig config;
     serve::apply_flags(config, f, /*from_yaml=*/false);
     config.tracelens = arg<bool>(call, "tracelens", false);

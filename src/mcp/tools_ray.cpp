@@ -9,6 +9,7 @@
 #include "jobs/ray_jobs.hpp"
 #include "mcp/detail/tool_set.hpp"
 #include "mcp/schema_build.hpp"
+#include "serve/benchmark_config.hpp"
 
 namespace magpie::mcp::detail {
 
@@ -370,6 +371,9 @@ ToolOutput ray_benchmark(const ToolCall& call) {
   if (has_arg(call, "extra_envs"))
     for (const auto& [k, v] : call.arguments["extra_envs"].items())
       args.push_back("--env=" + k + "=" + v.get<std::string>());
+  serve::BenchmarkFlags shape;
+  load_shape_flags(call, shape);
+  append_load_shape_args(shape, args);
   args.push_back("--run-mode");
   args.push_back(cluster.run_mode);
   for (const char* unsupported :

@@ -144,6 +144,20 @@ json case_json(const CaseReport& c) {
   return j;
 }
 
+}  // namespace
+
+const CaseReport* headline_case(const BenchmarkReport& report) {
+  if (report.cases.empty()) return nullptr;
+  if (const auto& ss = report.slo_search; ss && ss->highest_pass)
+    for (const auto& p : ss->probes)
+      if (p.value == *ss->highest_pass && p.verdict == ProbeVerdict::kPass && !p.runs.empty())
+        for (const auto& c : report.cases)
+          if (c.label == p.runs.front().case_label) return &c;
+  return &report.cases.front();
+}
+
+namespace {
+
 json slo_search_json(const SloSearchResult& r) {
   const auto& s = r.settings;
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
@@ -167,7 +181,7 @@ json slo_search_json(const SloSearchResult& r) {
                       {"runs", std::move(runs)},
                       {"terms", std::move(terms)}});
   }
-  return {{"variable", to_string(s.variable)},
+  json j{{"variable", to_string(s.variable)},
           {"range", {s.min, s.max}},
           {"step", s.resolved_step()},
           {"repeats", s.repeats},
@@ -180,6 +194,8 @@ json slo_search_json(const SloSearchResult& r) {
           {"summary", knee_line(r)},
           {"elapsed_s", r.elapsed_s},
           {"probes", std::move(probes)}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
 }
 
 json server_json(const ServerInfo& s) {
@@ -327,9 +343,10 @@ json report_json(const BenchmarkReport& r) {
   if (r.server) j["server"] = server_json(*r.server);
   for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
   if (const auto& ss = r.slo_search) j["slo_search"] = slo_search_json(*ss);
-  if (!r.cases.empty()) {
-    // Magpie's top-level blocks: the first case (the only one without a sweep).
-    const auto& m = r.cases.front().metrics;
+  if (const CaseReport* head = headline_case(r)) {
+    // Magpie's top-level blocks: the first case (the only one without a sweep), a search's knee.
+    const auto& m = head->metrics;
+    if (r.slo_search) j["slo_search"]["headline_case"] = head->label;
     j["throughput"] = throughput_json(m);
     j["latency"] = latency_json(m);
     j["raw_result"] = vllm_result_json(m, {}, false);
@@ -370,9 +387,10 @@ std::string summary_text(const BenchmarkReport& r) {
     qualifier = " (INCOMPLETE)";
   out += fmt::format("Status: {}{}\n", r.success ? "SUCCESS" : "FAILED", qualifier);
   out += fmt::format("Run kind: {}\n", r.run_kind);
-  if (!r.cases.empty()) {
-    const auto& m = r.cases.front().metrics;
-    out += "\nThroughput:\n";
+  if (const CaseReport* head = headline_case(r)) {
+    const auto& m = head->metrics;
+    out += head != &r.cases.front() ? fmt::format("\nThroughput (the knee's run, {}):\n", head->label)
+                                    : "\nThroughput:\n";
     out += fmt::format("  Request throughput: {:.2f} req/s\n", m.request_throughput);
     out += fmt::format("  Output throughput: {:.2f} tok/s\n", m.output_throughput);
     out += fmt::format("  Total throughput: {:.2f} tok/s\n", m.total_token_throughput);

@@ -20,6 +20,12 @@ std::string summary_text(const BenchmarkReport& report);
 // Writes <workspace>/benchmark_report.json and <workspace>/summary.txt (atomically).
 void write_report_files(const BenchmarkReport& report, const std::filesystem::path& workspace);
 
+// The case whose figures are the report's top-level `throughput`/`latency` (and
+// the results store's headline metrics): the first case, or for an SLO search
+// the knee's first run (the highest passing probe), since the first case is
+// only the search's lowest probe. Null when there is no case.
+const CaseReport* headline_case(const BenchmarkReport& report);
+
 // Magpie's `throughput` and `latency` blocks of one case's metrics.
 nlohmann::json throughput_json(const ServingMetrics& m);
 nlohmann::json latency_json(const ServingMetrics& m);

@@ -437,8 +437,16 @@ class CaseRunner {
     hooks.on_line(fmt::format("slo search: {} in {:g}..{:g}, step {:g}, {} run(s) a probe, SLOs {}",
                               to_string(s.variable), s.min, s.max, s.resolved_step(), s.repeats,
                               slo_text(c_.client.slo_terms)));
-    report_.slo_search = run_slo_search(s, hooks);
-    const auto& r = *report_.slo_search;
+    // Filled as it goes: an error mid-search (thrown on to run_benchmark, which
+    // records it) leaves the probes measured so far and a status saying why.
+    auto& r = report_.slo_search.emplace();
+    try {
+      run_slo_search(s, hooks, r);
+    } catch (...) {
+      complete_ = false;  // the search did not finish
+      hooks.on_line("slo search: " + knee_line(r));
+      throw;
+    }
     hooks.on_line("slo search: " + knee_line(r));
     if (r.status == SearchStatus::kNonePass)
       report_.warnings.push_back("slo search: " + knee_line(r));

@@ -40,6 +40,8 @@ const char* to_string(SearchStatus s) {
       return "budget";
     case SearchStatus::kInterrupted:
       return "interrupted";
+    case SearchStatus::kError:
+      return "error";
   }
   return "interrupted";
 }
@@ -150,12 +152,28 @@ std::string probe_line(const SearchProbe& p, SearchVariable v, size_t index) {
 
 SloSearchResult run_slo_search(const SloSearchSettings& s, const SearchHooks& hooks) {
   SloSearchResult out;
+  run_slo_search(s, hooks, out);
+  return out;
+}
+
+void run_slo_search(const SloSearchSettings& s, const SearchHooks& hooks, SloSearchResult& out) {
+  out = SloSearchResult{};
   out.settings = s;
   const double t0 = hooks.now_s();
   const bool conc = s.variable == SearchVariable::kConcurrency;
   const double step = s.resolved_step();
   auto say = [&](const std::string& line) {
     if (hooks.on_line) hooks.on_line(line);
+  };
+  // A run threw: keep what was measured (the probe's finished runs too) and say why the search stopped.
+  auto stop_on_error = [&](SearchProbe& p, const std::string& what) {
+    if (!p.runs.empty()) {
+      judge_probe(p, s);
+      out.probes.push_back(std::move(p));
+    }
+    out.status = SearchStatus::kError;
+    out.error = what;
+    out.elapsed_s = hooks.now_s() - t0;
   };
   // Measures one value; false when the search must end (budget, interrupted).
   auto probe = [&](double value) -> bool {
@@ -172,7 +190,16 @@ SloSearchResult run_slo_search(const SloSearchSettings& s, const SearchHooks& ho
     SearchProbe p;
     p.value = value;
     for (int64_t r = 0;; ++r) {
-      auto run = hooks.measure(value, r);
+      std::optional<SearchRun> run;
+      try {
+        run = hooks.measure(value, r);
+      } catch (const std::exception& e) {
+        stop_on_error(p, e.what());
+        throw;
+      } catch (...) {
+        stop_on_error(p, "an unknown error");
+        throw;
+      }
       if (!run) {
         if (!p.runs.empty()) {
           judge_probe(p, s);
@@ -197,10 +224,7 @@ SloSearchResult run_slo_search(const SloSearchSettings& s, const SearchHooks& ho
       out.lowest_fail = value;
     return true;
   };
-  auto finish = [&] {
-    out.elapsed_s = hooks.now_s() - t0;
-    return out;
-  };
+  auto finish = [&] { out.elapsed_s = hooks.now_s() - t0; };
   // Bracketing: double from the low end until a probe fails or the high end passes.
   for (double v = s.min;;) {
     if (!probe(v)) return finish();
@@ -253,6 +277,8 @@ std::string knee_line(const SloSearchResult& r) {
       return fmt::format("stopped by its budget after {} probes: {}", r.probes.size(), bracket);
     case SearchStatus::kInterrupted:
       return fmt::format("cut short after {} probes: {}", r.probes.size(), bracket);
+    case SearchStatus::kError:
+      return fmt::format("stopped by an error after {} probes ({}): {}", r.probes.size(), r.error, bracket);
   }
   return bracket;
 }

@@ -14,8 +14,8 @@
 // failing, so the knee's passing value passed beyond noise.
 //
 // The budget (max_probes values, max_time_s) always ends the search; a search
-// stopped early (budget, Ctrl-C, the run's timeout) keeps every probe measured
-// and reports the bracket it reached.
+// stopped early (budget, Ctrl-C, the run's timeout, an error) keeps every probe
+// measured and reports the bracket it reached.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -80,6 +80,7 @@ enum class SearchStatus {
   kNonePass,     // the range's low end fails: no value in the range meets the SLOs
   kBudget,       // max_probes or max_time_s ended it; the bracket so far
   kInterrupted,  // a run was cut short (Ctrl-C, timeout, the server died)
+  kError,        // a run threw (a dataset that no longer reads, a log that cannot be written)
 };
 const char* to_string(SearchStatus s);
 
@@ -89,6 +90,7 @@ struct SloSearchResult {
   SearchStatus status = SearchStatus::kInterrupted;
   std::optional<double> highest_pass, lowest_fail;  // the knee
   double elapsed_s = 0;
+  std::string error;  // kError: what the run threw
 };
 
 // A probe's verdict from its runs (the noise rule above); pure, for tests.
@@ -102,6 +104,10 @@ struct SearchHooks {
 };
 
 SloSearchResult run_slo_search(const SloSearchSettings& s, const SearchHooks& hooks);
+// The same, filling `out` as it goes: when `measure` throws, `out` keeps the
+// probes measured so far (a probe's finished runs too), status kError and the
+// error's text, and the exception goes on to the caller.
+void run_slo_search(const SloSearchSettings& s, const SearchHooks& hooks, SloSearchResult& out);
 
 // "request rate 4 req/s" / "concurrency 3".
 std::string describe_value(SearchVariable v, double value);

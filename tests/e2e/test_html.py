@@ -266,6 +266,38 @@ def test_serving_sweep(magpie, stub, tmp_path):
     assert len(dom.canvases) == 12
 
 
+def test_serving_page_shows_the_search_curve_and_ttft_by_turn(magpie, stub, tmp_path):
+    """A concurrency search against the timed stub with 2 slots (tests/e2e/test_slo_search.py) and a
+    synthetic-sessions run: the page carries the rate/goodput curve with its knee, and TTFT by turn."""
+    from test_serving_keys import start_stub
+    slotted, port = start_stub("--ttft-ms", "100", "--itl-ms", "20", "--slots", "2")
+    try:
+        out = tmp_path / "search"
+        proc = run(magpie, "benchmark", "vllm", "--endpoint", f"http://127.0.0.1:{port}", "--input-len", "8",
+                   "--output-len", "4", "--range-ratio", "0", "--token-id-max", "4000", "--warmups", "0",
+                   "--num-prompts", "20", "--slo", "ttft_p90<=180ms", "--search", "concurrency",
+                   "--search-range", "1:4", "-o", out, "--html")
+    finally:
+        slotted.terminate()
+        slotted.wait(timeout=10)
+    page = html_path_from(proc)
+    text = page.read_text()
+    assert "SLO search: throughput and goodput against the load" in text
+    assert "knee: concurrency 2 passes, concurrency 3 fails" in text
+    assert "Request throughput and goodput per probe" in text
+    render(page, tmp_path, "serving", 1)
+
+    out = tmp_path / "sessions"
+    proc = run(magpie, "benchmark", "vllm", "--endpoint", stub.url, "--dataset", "synthetic_sessions",
+               "--num-sessions", "3", "--turns", "3", "--input-len", "10", "--output-len", "4", "--range-ratio",
+               "0", "--warmups", "0", "-o", out, "--html")
+    page = html_path_from(proc)
+    text = page.read_text()
+    assert "Median TTFT by turn" in text and "TTFT p99 by turn" in text
+    assert "SLO search" not in text
+    render(page, tmp_path, "serving", 2)
+
+
 def test_results_diff_of_serving_runs(magpie, stub, tmp_path):
     _, a = serving_run(magpie, stub, tmp_path / "a", html=False)
     _, b = serving_run(magpie, stub, tmp_path / "b", html=False)

@@ -452,6 +452,48 @@ def test_benchmark_against_vllm_with_progress(vllm_server, tiny_model, target, t
     assert got["run"]["status"] == "succeeded" and got["run"]["metrics"]["completed_requests"] == 8
 
 
+def test_benchmark_slo_search_and_rate_ramp(target, store_env, tmp_path):
+    """`slo`, `search` and `rate_ramp`, named as the YAML's client keys, against the timed stub with
+    2 slots (tests/e2e/test_slo_search.py: a request holds a slot 160 ms; TTFT 100 ms unqueued):
+    a concurrency search finds 2 passing and 3 failing, and the store records the knee's figures."""
+    from test_serving_keys import start_stub
+    stub, port = start_stub("--ttft-ms", "100", "--itl-ms", "20", "--slots", "2")
+    try:
+        base = {"framework": "vllm", "model": "timed-stub", "endpoint": f"http://127.0.0.1:{port}",
+                "input_len": 8, "output_len": 4, "range_ratio": 0, "token_id_max": 4000, "warmups": 0,
+                "output_dir": str(tmp_path)}
+        args = {**base, "num_prompts": 20, "slo": "ttft_p90<=180ms",
+                "search": {"variable": "concurrency", "min": 1, "max": 4, "max_probes": 6}}
+        result, tool = run(call(target, "benchmark", args))
+        out = check_result(result, tool)
+        s = out["report"]["slo_search"]
+        assert s["status"] == "found" and s["knee"] == {"highest_pass": 2, "lowest_fail": 3}, s["summary"]
+        assert s["max_probes"] == 6 and s["variable"] == "concurrency"
+        (knee,) = [c for c in out["report"]["cases"] if c["label"] == s["headline_case"]]
+        assert knee["concurrency"] == 2
+        result, tool = run(call(target, "get_benchmark_result", {"workspace_dir": out["workspace"]}))
+        stored = check_result(result, tool)["run"]["metrics"]
+        assert stored["ttft.median_ms"] == knee["latency"]["ttft"]["median_ms"]
+
+        # A ramp of two 1-second steps, 10 then 20 req/s offered.
+        args = {**base, "concurrency": 64, "rate_ramp": "steps:10,20,2,2", "slo": "ttft_p90<=180ms"}
+        result, tool = run(call(target, "benchmark", args))
+        (case,) = check_result(result, tool)["report"]["cases"]
+        assert [w["offered_rate"] for w in case["ramp"]] == [10, 20], case["ramp"]
+        assert all("slo" in w for w in case["ramp"])
+
+        # Refused with the reason, never dropped: a search without SLOs, a ramp with a search.
+        for bad, says in ((dict(base, search={"min": 1, "max": 4}), "needs SLOs to meet"),
+                          (dict(base, slo="ttft_p90<=180ms", rate_ramp="steps:10,20,2,2",
+                                search={"min": 1, "max": 4}), "cannot be combined with --search")):
+            result, _ = run(call(target, "benchmark", bad))
+            text = "\n".join(c.text for c in result.content if c.type == "text")
+            assert result.is_error and says in text, text
+    finally:
+        stub.terminate()
+        stub.wait(timeout=10)
+
+
 def engine_pgids(model: Path):
     """Process groups of `vllm serve <model>` processes now running."""
     groups = set()

@@ -14,7 +14,12 @@ The margins are wide (a passing TTFT is 80 ms under its limit, a failing one
 75 ms and more over it, and the statistic is a p90 or median of 20 and more
 requests, so a few requests delayed by a loaded machine do not move it); the
 rate knee is asserted within one step, as probes near N / S may land either way."""
+import json
+import os
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +84,12 @@ def test_concurrency_search_finds_the_stubs_slot_count(magpie, tmp_path, slotted
     assert "slo search: probe 3: concurrency 4: fail" in proc.stderr, proc.stderr
     assert "knee: concurrency 3 passes, concurrency 4 fails" in out
     assert "SLO search (concurrency, knee: concurrency 3 passes" in (ws / "summary.txt").read_text()
+    # The top-level figures (and so the results store's) are the knee's first run, not the lowest probe's.
+    knee_run = s["probes"][3]["runs"][0]
+    assert s["headline_case"] == knee_run
+    (knee_case,) = [c for c in report["cases"] if c["label"] == knee_run]
+    assert report["throughput"] == knee_case["throughput"] and report["latency"] == knee_case["latency"]
+    assert report["throughput"] != report["cases"][0]["throughput"]
 
 
 def test_rate_search_finds_the_knee_within_one_step(magpie, tmp_path, slotted_stub):
@@ -152,3 +163,49 @@ def test_a_search_cut_short_by_the_timeout_keeps_its_probes(magpie, tmp_path, sl
     assert s["knee"]["highest_pass"] >= 1
     labels = {c["label"] for c in report["cases"]}
     assert all(set(p["runs"]) <= labels for p in s["probes"])
+
+
+def test_an_error_mid_search_keeps_its_probes_and_says_why(magpie, tmp_path, slotted_stub):
+    """The dataset is read again for every run. Once the first run has started (its request log
+    exists), the test makes the file malformed, as a dataset edited under a running search would
+    be: the next run fails with the file's error, and the report keeps the search so far."""
+    url = slotted_stub(3)
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("".join(json.dumps({"prompt_token_ids": [11, 12, 13, 14, 15, 16, 17, 18]}) + "\n"
+                            for _ in range(20)))
+    out = tmp_path / "out"
+    args = [a for a in COMMON if a not in ("--input-len", "8", "--range-ratio", "0", "--token-id-max", "4000")]
+    proc = subprocess.Popen([str(magpie), "benchmark", "vllm", "--endpoint", url, *args, "--dataset", "jsonl",
+                             "--dataset-path", str(data), "--num-prompts", "20", "--search", "concurrency",
+                             "--search-range", "1:16", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Drain both pipes while waiting (a full pipe would stall the run).
+    streams = {}
+    readers = [threading.Thread(target=lambda n, f: streams.__setitem__(n, f.read()), args=(n, f))
+               for n, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for t in readers:
+        t.start()
+    deadline = time.monotonic() + 120
+    while not list(out.glob("benchmark_*/cases/*_run1/requests.jsonl")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the first run never started"
+        time.sleep(0.05)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    os.replace(broken, data)
+    proc.wait(timeout=120)
+    for t in readers:
+        t.join()
+    stderr = streams["err"]
+    (ws,) = out.glob("benchmark_*")
+    report = json.loads((ws / "benchmark_report.json").read_text())
+    assert proc.returncode == 1, stderr
+    assert report["success"] is False and report["complete"] is False
+    s = report["slo_search"]
+    assert s["status"] == "error", s
+    assert f"{data}:1" in s["error"] and "JSONL line is not a JSON object" in s["error"], s
+    assert any("JSONL line is not a JSON object" in e for e in report["errors"]), report["errors"]
+    # The first run was measured before the file broke: its probe is kept, with the runs it has.
+    assert s["probes"] and s["probes"][0]["value"] == 1, s
+    labels = {c["label"] for c in report["cases"]}
+    assert all(p["runs"] and set(p["runs"]) <= labels for p in s["probes"])
+    assert "stopped by an error after" in s["summary"] and "slo search: stopped by an error" in stderr, stderr

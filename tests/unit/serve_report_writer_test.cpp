@@ -2,6 +2,7 @@
 // (through the same compute_metrics the runner uses) → benchmark_report.json
 // with Magpie's keys and summary.txt; and the store's two readings of a run
 // (the typed report while recording, the JSON file on import) agree.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -265,6 +266,46 @@ TEST(BenchmarkReportWriter, GpuMonitorWithoutThrottlingOrWithoutReasonsSaysSo) {
                 "  note: the driver reports no clocks event reasons; throttling was not checked\n"),
             std::string::npos)
       << summary_text(r);
+}
+
+// A search's first case is only its lowest probe: the top-level figures, and so the results
+// store's headline metrics (live and imported), are the knee's first run; with no passing probe,
+// the first case's.
+TEST(BenchmarkReportWriter, ASearchsHeadlineFiguresAreTheKneesRun) {
+  BenchmarkReport r = a_report();
+  r.cases = {a_case("CONC1_ISL10_OSL4_run1", 1, 0.1), a_case("CONC2_ISL10_OSL4_run1", 2, 0.2),
+             a_case("CONC4_ISL10_OSL4_run1", 4, 0.9)};
+  SloSearchResult ss;
+  ss.settings.variable = SearchVariable::kConcurrency;
+  for (auto [value, verdict] : {std::pair{1.0, ProbeVerdict::kPass}, {2.0, ProbeVerdict::kPass},
+                                {4.0, ProbeVerdict::kFail}}) {
+    SearchProbe p;
+    p.value = value;
+    p.verdict = verdict;
+    p.runs.push_back({});
+    p.runs.back().case_label = fmt::format("CONC{:g}_ISL10_OSL4_run1", value);
+    ss.probes.push_back(p);
+  }
+  ss.highest_pass = 2;
+  ss.lowest_fail = 4;
+  ss.status = SearchStatus::kFound;
+  r.slo_search = ss;
+  json j = report_json(r);
+  EXPECT_EQ(j["slo_search"]["headline_case"], "CONC2_ISL10_OSL4_run1");
+  EXPECT_EQ(j["throughput"], j["cases"][1]["throughput"]);
+  EXPECT_EQ(j["latency"], j["cases"][1]["latency"]);
+  auto live = jobs::headline_metrics(r);
+  EXPECT_DOUBLE_EQ(live["ttft.mean_ms"], 400.0);  // TTFTs 200 and 600 ms
+  auto imported = store::metrics_from_report(store::RunKind::kBenchmark, j);
+  for (const auto& [name, value] : imported) EXPECT_DOUBLE_EQ(live[name], value) << name;
+  EXPECT_NE(summary_text(r).find("Throughput (the knee's run, CONC2_ISL10_OSL4_run1):"), std::string::npos);
+
+  r.slo_search->highest_pass.reset();  // none passed: the first case, as without a search
+  r.slo_search->status = SearchStatus::kNonePass;
+  j = report_json(r);
+  EXPECT_EQ(j["slo_search"]["headline_case"], "CONC1_ISL10_OSL4_run1");
+  EXPECT_EQ(j["throughput"], j["cases"][0]["throughput"]);
+  EXPECT_DOUBLE_EQ(jobs::headline_metrics(r)["ttft.mean_ms"], 200.0);
 }
 
 TEST(BenchmarkReportWriter, StoreReadsTheSameFiguresFromTypesAndFromTheFile) {

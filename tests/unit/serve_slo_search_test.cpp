@@ -159,6 +159,28 @@ TEST(SloSearch, ARunCutShortEndsTheSearchKeepingItsProbes) {
   EXPECT_EQ(*r.highest_pass, 2);
 }
 
+TEST(SloSearch, ARunThatThrowsKeepsTheProbesAndSaysWhy) {
+  // The fifth run throws (as a dataset that no longer reads would): two whole probes and the
+  // third's first run are kept, the status says an error stopped it, and the error goes on.
+  Fake f;
+  f.ttft = [](double, int64_t) { return 50.0; };
+  SearchHooks h = f.hooks();
+  auto measure = h.measure;
+  h.measure = [&](double v, int64_t r) -> std::optional<SearchRun> {
+    if (f.calls.size() == 5) throw Error(ErrorKind::kBadFormat, "JSONL line is not a JSON object", "d.jsonl:3");
+    return measure(v, r);
+  };
+  SloSearchResult r;
+  EXPECT_THROW(run_slo_search(rate(1, 64, 1), h, r), Error);
+  EXPECT_EQ(r.status, SearchStatus::kError);
+  ASSERT_EQ(r.probes.size(), 3u);
+  EXPECT_EQ(r.probes[2].runs.size(), 1u);
+  EXPECT_EQ(*r.highest_pass, 2);
+  EXPECT_NE(r.error.find("JSONL line is not a JSON object"), std::string::npos) << r.error;
+  EXPECT_NE(knee_line(r).find("stopped by an error after 3 probes"), std::string::npos) << knee_line(r);
+  EXPECT_EQ(r.elapsed_s, 50);
+}
+
 TEST(SloSearch, TheRangesEnds) {
   Fake f;
   f.ttft = [](double, int64_t) { return 500.0; };
