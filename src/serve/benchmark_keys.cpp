@@ -47,8 +47,7 @@ const Key& schema() {
        // Any variable goes to the engine; these have a meaning of their own.
        node("envs",
             {leaf("RUN_EVAL"), leaf("MAGPIE_EVAL_TASKS"), leaf("MAGPIE_EVAL_LIMIT"), leaf("EVAL_TASKS_DIR"),
-             leaf("MODEL_REVISION",
-                  "not implemented yet: the revision is not pinned; the report records the one in the HF cache"),
+             leaf("MODEL_REVISION"),
              leaf("ENABLE_PROFILE", "profiler.torch_profiler.enabled turns the torch profiler on here"),
              leaf("TARGET_GPU_TYPE",
                   "the GPU comes from the driver and the datasheet table (profiler.tracelens.gpu_arch_config)"),

@@ -913,6 +913,18 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
       if (!why.empty()) report.warnings.push_back("environment: image digest not read: " + why);
     }
     if (report.model.empty()) report.model = served;
+    if (const std::string rev = c.env("MODEL_REVISION"); !rev.empty()) {
+      // Before any timing: a run of other weights than the pinned ones measures nothing asked for.
+      RevisionCheck check = check_model_revision(c.model, rev, c.hf_cache_path);
+      if (server->plan().mode != "local" && server->plan().mode != "docker") {
+        check.status = "unverifiable";
+        check.detail = "the server was not launched by magpie, so it was not given --revision";
+      }
+      write_file_atomic(ws / "model_revision_receipt.json", revision_receipt_json(check).dump(2));
+      if (check.status == "mismatch") throw Error(ErrorKind::kRejected, "envs.MODEL_REVISION: " + check.detail);
+      if (check.status == "match") report.server->model_revision = check.commit;
+      else report.warnings.push_back("envs.MODEL_REVISION: not checked: " + check.detail);
+    }
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
     start_monitor();

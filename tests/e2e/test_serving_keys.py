@@ -585,3 +585,47 @@ def test_a_capture_that_does_not_flush_is_named_missing_and_the_others_kept(magp
     assert any("capture_2 is missing" in w for w in report["warnings"]), report["warnings"]
     summary = (ws / "summary.txt").read_text()
     assert "Capture stability (2 analysed, missing: capture_2 (" in summary, summary
+
+
+# --- envs.MODEL_REVISION -------------------------------------------------------------
+
+def hf_cache_with(tmp_path, commits: dict) -> Path:
+    """A Hugging Face cache as the hub library lays it out: refs/NAME -> commit, snapshots/COMMIT/config.json."""
+    repo = tmp_path / "hf" / "hub" / "models--timed-stub"
+    (repo / "refs").mkdir(parents=True)
+    for name, commit in commits.items():
+        (repo / "refs" / name).write_text(commit + "\n")
+        (repo / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+        (repo / "snapshots" / commit / "config.json").write_text('{"vocab_size": 32000}')
+    return tmp_path / "hf"
+
+
+def test_model_revision_reaches_the_engine_and_its_snapshot_is_the_receipt(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    hf = hf_cache_with(tmp_path, {"main": "a" * 40, "v2": "b" * 40})
+    cfg = yaml_config(tmp_path, f"  hf_cache_path: {hf}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", "NUM_PROMPTS: 6, MODEL_REVISION: v2}"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = json.loads(record.read_text())["argv"]
+    assert argv[argv.index("--revision") + 1] == "v2", argv
+    assert "MODEL_REVISION" not in json.loads(record.read_text())["env"]
+    receipt = json.loads((ws / "model_revision_receipt.json").read_text())
+    assert receipt["status"] == "match" and receipt["resolved_commit"] == "b" * 40, receipt
+    assert report["server"]["model_revision"] == "b" * 40  # not refs/main's
+    assert not any("MODEL_REVISION" in w for w in report["warnings"]), report["warnings"]
+
+
+def test_model_revision_the_engine_did_not_load_stops_the_run_before_timing(magpie, tmp_path, stub_engine):
+    script, _ = stub_engine
+    hf = hf_cache_with(tmp_path, {"main": "a" * 40})
+    cfg = yaml_config(tmp_path, f"  hf_cache_path: {hf}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", "NUM_PROMPTS: 6, MODEL_REVISION: v9}"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["cases"] == [] and not report["success"], report
+    err = next(e for e in report["errors"] if "MODEL_REVISION" in e)
+    assert "revision v9 of timed-stub is not what the engine loaded" in err and "refs/main is " + "a" * 40 in err, err
+    receipt = json.loads((ws / "model_revision_receipt.json").read_text())
+    assert receipt["status"] == "mismatch" and receipt["resolved_commit"] is None, receipt
+    assert not (ws / "requests.jsonl").exists()  # nothing was timed
