@@ -266,12 +266,16 @@ std::string throttle_text(const gpu::ThrottleWindow& w) {
   return out;
 }
 
+json kernel_time_json(const KernelTime& k) {
+  return {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}};
+}
+
 json profile_captures_json(const std::vector<ProfileCapture>& captures) {
   json out = json::array();
   for (const auto& c : captures) {
     json kernels = json::array();
     for (const auto& k : c.kernel_summary)
-      kernels.push_back({{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
+      kernels.push_back(kernel_time_json(k));
     out.push_back({{"label", c.label},
                    {"status", c.analysed() ? "analysed" : !c.missing_reason.empty() ? "missing" : "not_analysed"},
                    {"trace_dir", c.dir.string()},
@@ -381,8 +385,7 @@ json report_json(const BenchmarkReport& r) {
     j["torch_trace_files"] = r.torch_trace_files;
   }
   for (const auto& k : r.kernel_summary)
-    j["kernel_summary"].push_back(
-        {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
+    j["kernel_summary"].push_back(kernel_time_json(k));
   if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
   if (!r.profile_captures.empty()) j["profile_captures"] = profile_captures_json(r.profile_captures);
   if (r.capture_stability) j["capture_stability"] = capture_stability_json(*r.capture_stability);
