@@ -470,8 +470,18 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
   }
   if (auto pr = v.section(b, top, "profiler"); pr.IsMap()) {
     const auto p = at("profiler");
-    if (auto t = v.section(pr, p, "torch_profiler"); t.IsMap())
-      c.torch_profiler = v.boolean(t, Values::join(p, "torch_profiler"), "enabled", false);
+    if (auto t = v.section(pr, p, "torch_profiler"); t.IsMap()) {
+      const auto tp = Values::join(p, "torch_profiler");
+      c.torch_profiler = v.boolean(t, tp, "enabled", false);
+      auto& ts = c.torch_profiler_settings;
+      ts.num_profiles = v.integer(t, tp, "num_profiles", ts.num_profiles, NumberKind::kPositiveInt);
+      ts.num_steps = v.integer(t, tp, "num_steps", ts.num_steps, NumberKind::kNonNegativeInt);
+      ts.interval_seconds = v.number(t, tp, "interval_seconds", ts.interval_seconds, NumberKind::kNonNegative);
+      ts.capture_timeout_seconds =
+          v.number(t, tp, "capture_timeout_seconds", ts.capture_timeout_seconds, NumberKind::kNonNegative);
+      ts.flush_timeout_seconds =
+          v.number(t, tp, "flush_timeout_seconds", ts.flush_timeout_seconds, NumberKind::kPositive);
+    }
     if (auto t = v.section(pr, p, "system_profiler"); t.IsMap()) {
       const auto sp = Values::join(p, "system_profiler");
       c.system_profiler = v.boolean(t, sp, "enabled", false);

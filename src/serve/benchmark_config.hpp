@@ -73,6 +73,19 @@ struct GapSettings {
   std::string repos_base_dir;  // empty: ~/.cache/magpie/repos
 };
 
+// profiler.torch_profiler beyond `enabled` (BenchmarkConfig::torch_profiler):
+// how many captures the profiled case takes and how each is bounded
+// (docs/BENCHMARK_KEYS.md "Repeated captures").
+struct TorchProfilerSettings {
+  int64_t num_profiles = 1;            // captures during the profiled case's measured requests
+  int64_t num_steps = 0;               // engine iterations a capture records (0: until stopped)
+  double interval_seconds = 0;         // pause between one capture's flush and the next start
+  double capture_timeout_seconds = 0;  // how long a capture stays open (0: one capture, the whole case)
+  double flush_timeout_seconds = 180;  // wait for a capture's files after /stop_profile
+  // More than one capture, or a bounded one: the capture schedule runs beside the load.
+  bool scheduled() const { return num_profiles > 1 || capture_timeout_seconds > 0; }
+};
+
 // profiler.tracelens (docs/MAGPIE_COMPATIBILITY.md §3); `enabled` is BenchmarkConfig::tracelens.
 struct TraceLensSettings {
   std::string analysis_mode = "inference";  // inference | pytorch ("classic" is read as pytorch)
@@ -135,6 +148,7 @@ struct BenchmarkConfig {
   std::optional<GpuSelectionConfig> gpu_selection;  // absent: the engine sees every GPU
   GpuMonitorConfig gpu_monitor;
   bool torch_profiler = false;  // we default to a clean run (Magpie enables it)
+  TorchProfilerSettings torch_profiler_settings;
   bool system_profiler = false;
   std::vector<std::string> system_profiler_args;  // profiler.system_profiler.profile_args
   bool tracelens = false;

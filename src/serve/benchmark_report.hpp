@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/capture_stability.hpp"
 #include "analysis/gap_analysis.hpp"
 #include "analysis/gap_analysis_report.hpp"
 #include "analysis/tracelens_report.hpp"
@@ -103,6 +104,20 @@ struct KernelTime {
   int64_t calls = 0;
 };
 
+// One capture of profiler.torch_profiler.num_profiles and its analysis.
+struct ProfileCapture {
+  std::string label;               // capture_1, capture_2, ...
+  std::filesystem::path dir;       // <trace dir>/capture_N: the capture's files, moved there
+  size_t files = 0;
+  double start_s = 0, stop_s = 0;  // seconds after the measured requests began
+  std::string missing_reason;      // empty: its files were collected (and analysed unless `errors`)
+  std::string note;                // e.g. closed early because the measured requests ended
+  std::filesystem::path gap_analysis_dir;  // its gap_analysis reports
+  std::vector<KernelTime> kernel_summary;
+  std::vector<std::string> errors;  // its analysis failed
+  bool analysed() const { return missing_reason.empty() && errors.empty() && files > 0; }
+};
+
 // Gap analysis of the profiled window's traces.
 struct GapAnalysisBlock {
   analysis::GapAnalysisResult result;
@@ -138,6 +153,9 @@ struct BenchmarkReport {
   std::vector<KernelTime> kernel_summary;
   std::vector<std::string> top_bottlenecks;
   std::optional<TraceLensBlock> tracelens;
+  // num_profiles > 1 (or a bounded capture): every capture, and the top kernels' share across them.
+  std::vector<ProfileCapture> profile_captures;
+  std::optional<analysis::CaptureStability> capture_stability;
   // system_profiler.enabled: the capture and its kernel summary (nsys / rocprofv3).
   std::optional<SystemProfileBlock> system_profiler;
   // gpu_monitor.enabled: the per-GPU summary or why there is none.

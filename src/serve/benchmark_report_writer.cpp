@@ -282,6 +282,49 @@ std::string throttle_text(const gpu::ThrottleWindow& w) {
   return out;
 }
 
+json kernel_time_json(const KernelTime& k) {
+  return {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}};
+}
+
+json profile_captures_json(const std::vector<ProfileCapture>& captures) {
+  json out = json::array();
+  for (const auto& c : captures) {
+    json kernels = json::array();
+    for (const auto& k : c.kernel_summary)
+      kernels.push_back(kernel_time_json(k));
+    out.push_back({{"label", c.label},
+                   {"status", c.analysed() ? "analysed" : !c.missing_reason.empty() ? "missing" : "not_analysed"},
+                   {"trace_dir", c.dir.string()},
+                   {"trace_files", c.files},
+                   {"start_s", c.start_s},
+                   {"stop_s", c.stop_s},
+                   {"missing_reason", c.missing_reason.empty() ? json() : json(c.missing_reason)},
+                   {"note", c.note.empty() ? json() : json(c.note)},
+                   {"gap_analysis_dir", c.gap_analysis_dir.empty() ? json() : json(c.gap_analysis_dir.string())},
+                   {"kernel_summary", std::move(kernels)},
+                   {"errors", c.errors}});
+  }
+  return out;
+}
+
+json capture_stability_json(const analysis::CaptureStability& s) {
+  json missing = json::array();
+  for (const auto& [label, why] : s.missing) missing.push_back({{"label", label}, {"reason", why}});
+  json rows = json::array();
+  for (const auto& r : s.rows)
+    rows.push_back({{"name", r.name},
+                    {"share_pct", r.share_pct},
+                    {"min_pct", r.min_pct},
+                    {"max_pct", r.max_pct},
+                    {"mean_pct", r.mean_pct},
+                    {"cv", r.cv}});
+  return {{"analysed", s.analysed},
+          {"missing", std::move(missing)},
+          {"basis", "percent of each capture's kernel time"},
+          {"max_spread_pct", s.max_spread_pct},
+          {"kernels", std::move(rows)}};
+}
+
 }  // namespace
 
 json throughput_json(const ServingMetrics& m) {
@@ -359,9 +402,10 @@ json report_json(const BenchmarkReport& r) {
     j["torch_trace_files"] = r.torch_trace_files;
   }
   for (const auto& k : r.kernel_summary)
-    j["kernel_summary"].push_back(
-        {{"name", k.name}, {"time_ms", k.time_ms}, {"percent", k.percent}, {"calls", k.calls}});
+    j["kernel_summary"].push_back(kernel_time_json(k));
   if (r.gap_analysis) j["gap_analysis"] = gap_json(*r.gap_analysis);
+  if (!r.profile_captures.empty()) j["profile_captures"] = profile_captures_json(r.profile_captures);
+  if (r.capture_stability) j["capture_stability"] = capture_stability_json(*r.capture_stability);
   if (r.tracelens) j["tracelens_analysis"] = tracelens_json(*r.tracelens);
   j["system_profiler"] = r.system_profiler ? system_profiler_json(*r.system_profiler) : json(nullptr);
   // The kernel reports' writer: one shape of the block, throttle findings included.
@@ -500,6 +544,7 @@ std::string summary_text(const BenchmarkReport& r) {
     for (size_t i = 0; i < r.top_bottlenecks.size() && i < 5; ++i)
       out += fmt::format("  {}. {}\n", i + 1, r.top_bottlenecks[i]);
   }
+  if (r.capture_stability) out += "\n" + analysis::format_capture_stability(*r.capture_stability);
   if (!r.errors.empty()) {
     out += "\nErrors:\n";
     for (const auto& e : r.errors) out += fmt::format("  - {}\n", e);

@@ -4,10 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -361,6 +363,26 @@ PrefixCacheReport measure_prefix_cache(const PrefixPlan& plan, const PrometheusS
   return r;
 }
 
+// The repeated-capture schedule beside the load: started with the measured
+// requests, told when they end, joined before the case is written.
+class CaptureThread {
+ public:
+  std::atomic<bool> load_done{false};
+  ~CaptureThread() { finish(); }
+  void start(std::function<std::vector<ProfileCapture>()> body) {
+    thread_ = std::thread([this, body = std::move(body)] { result_ = body(); });
+  }
+  std::vector<ProfileCapture> finish() {
+    load_done = true;
+    if (thread_.joinable()) thread_.join();
+    return std::move(result_);
+  }
+
+ private:
+  std::thread thread_;
+  std::vector<ProfileCapture> result_;
+};
+
 // Everything after the server is ready: the cases, the profiled window and
 // what is made of its traces.
 class CaseRunner {
@@ -479,13 +501,23 @@ class CaseRunner {
     RequestLog log(case_dir / "requests.jsonl");
     lo.on_record = [&log](const RequestRecord& r) { log.write(r, nullptr); };
     std::string profile_error;
+    const bool scheduled = profile_this && c_.torch_profiler_settings.scheduled();
+    CaptureThread captures;
     // After the warm-ups, just before the first measured send: the profiler's
     // POST first, so the GPU monitor's span does not include its wait.
     PrometheusScrape prefix_before;
     lo.on_measure_start = [&] {
       // After the warm-ups, so the hit rate is the measured requests' own.
       if (prefix) prefix_before = scrape_metrics(endpoint);
-      if (profile_this) profile_error = start_profile(endpoint);
+      if (scheduled) {
+        captures.start([this, &endpoint, &captures] {
+          return run_capture_schedule(endpoint, trace_dir(), c_.torch_profiler_settings, c_.framework,
+                                      captures.load_done, [this] { return server_.alive(); });
+        });
+      } else if (profile_this) {
+        const int64_t steps = c_.torch_profiler_settings.num_steps;
+        profile_error = start_profile(endpoint, steps > 0 ? capture_start_body(c_.framework, 1, steps) : "");
+      }
       if (monitor_) monitor_->measuring_begin();
     };
     if (ctx_.progress)
@@ -507,7 +539,12 @@ class CaseRunner {
           });
       if (transport_failures && !answers_health(endpoint)) result.server_died = true;
     }
-    if (profile_this) {
+    if (scheduled) {
+      profiled_ = true;
+      report_.profile_captures = captures.finish();
+      if (report_.profile_captures.empty())
+        report_.errors.push_back("profiling: the measured requests never began; no capture was taken");
+    } else if (profile_this) {
       profiled_ = true;
       if (profile_error.empty() && server_.alive()) profile_error = stop_profile(endpoint);
       if (!profile_error.empty()) report_.errors.push_back("profiling: " + profile_error);
@@ -608,9 +645,49 @@ class CaseRunner {
                                                : server_.plan().profiler_dir;
   }
 
+  // num_profiles: each capture's own gap analysis, the first analysed one as
+  // the report's gap_analysis, and the stability table over all of them.
+  void capture_outputs() {
+    report_.torch_trace_dir = trace_dir();
+    std::vector<analysis::CaptureKernels> kernels;
+    bool first = true;
+    for (auto& cap : report_.profile_captures) {
+      auto& ck = kernels.emplace_back();
+      ck.label = cap.label;
+      ck.missing_reason = cap.missing_reason;
+      report_.torch_trace_files += cap.files;
+      if (!cap.missing_reason.empty()) {
+        report_.warnings.push_back(fmt::format("profiling: {} is missing: {}", cap.label, cap.missing_reason));
+        continue;
+      }
+      if (!c_.gap.enabled) continue;
+      cap.gap_analysis_dir = report_.workspace_dir / "gap_analysis" / cap.label;
+      auto gap = run_profile_gap_analysis(cap.dir, cap.gap_analysis_dir, c_.gap);
+      cap.errors = gap.errors;
+      if (!gap.block) {
+        ck.missing_reason = "its gap analysis failed";
+        for (const auto& e : gap.errors) report_.errors.push_back(fmt::format("{}: {}", cap.label, e));
+        continue;
+      }
+      cap.kernel_summary = gap.kernel_summary;
+      ck.result = gap.block->result;
+      if (first) {
+        first = false;
+        gap.block->notes.push_back(fmt::format("the first analysed capture ({}); profile_captures has them all", cap.label));
+        report_.gap_analysis = std::move(gap.block);
+        report_.kernel_summary = std::move(gap.kernel_summary);
+        report_.top_bottlenecks = std::move(gap.top_bottlenecks);
+        for (const auto& note : gap.notes) report_.warnings.push_back(note);
+      }
+    }
+    if (c_.gap.enabled) report_.capture_stability = analysis::capture_stability(kernels, c_.gap.top_k);
+  }
+
   void profile_outputs(const std::vector<WorkloadCase>& cases) {
-    if (c_.torch_profiler && profiled_) {
-      size_t traces = server_.alive() ? wait_for_traces(trace_dir(), 180) : 0;
+    if (c_.torch_profiler && profiled_ && c_.torch_profiler_settings.scheduled()) {
+      capture_outputs();
+    } else if (c_.torch_profiler && profiled_) {
+      size_t traces = server_.alive() ? wait_for_traces(trace_dir(), c_.torch_profiler_settings.flush_timeout_seconds) : 0;
       report_.torch_trace_dir = trace_dir();
       report_.torch_trace_files = traces;
       if (traces == 0) {
@@ -633,6 +710,12 @@ class CaseRunner {
     } else {
       analysis::TraceLensOptions tl = tracelens_options(c_.tracelens_settings);
       tl.trace = trace_dir();
+      // Repeated captures: TraceLens reads the first one that has files.
+      for (const auto& cap : report_.profile_captures)
+        if (cap.files > 0) {
+          tl.trace = cap.dir;
+          break;
+        }
       tl.output_dir = report_.workspace_dir;
       if (fs::is_directory(trace_dir() / "capture_traces"))
         tl.capture_dir = trace_dir() / "capture_traces";
@@ -838,6 +921,18 @@ BenchmarkOutcome run_benchmark(const BenchmarkConfig& config, const RunContext& 
       if (!why.empty()) report.warnings.push_back("environment: image digest not read: " + why);
     }
     if (report.model.empty()) report.model = served;
+    if (const std::string rev = c.env("MODEL_REVISION"); !rev.empty()) {
+      // Before any timing: a run of other weights than the pinned ones measures nothing asked for.
+      RevisionCheck check = check_model_revision(c.model, rev, c.hf_cache_path);
+      if (server->plan().mode != "local" && server->plan().mode != "docker") {
+        check.status = "unverifiable";
+        check.detail = "the server was not launched by magpie, so it was not given --revision";
+      }
+      write_file_atomic(ws / "model_revision_receipt.json", revision_receipt_json(check).dump(2));
+      if (check.status == "mismatch") throw Error(ErrorKind::kRejected, "envs.MODEL_REVISION: " + check.detail);
+      if (check.status == "match") report.server->model_revision = check.commit;
+      else report.warnings.push_back("envs.MODEL_REVISION: not checked: " + check.detail);
+    }
     std::string model_field =
         c.client.served_model_name.empty() ? served : c.client.served_model_name;
     start_monitor();

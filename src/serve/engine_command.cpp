@@ -38,6 +38,7 @@ std::vector<std::string> engine_argv(const EngineSpec& s) {
         a.insert(a.end(), {"--gpu-memory-utilization",
                            s.gpu_memory_utilization.empty() ? "0.95" : s.gpu_memory_utilization});
       if (!s.max_model_len.empty()) a.insert(a.end(), {"--max-model-len", s.max_model_len});
+      if (!s.revision.empty()) a.insert(a.end(), {"--revision", s.revision});
       a.push_back("--trust-remote-code");
       break;
     case Framework::kSglang:
@@ -53,6 +54,7 @@ std::vector<std::string> engine_argv(const EngineSpec& s) {
            "--trust-remote-code",
            "--tensor-parallel-size",
            tp};
+      if (!s.revision.empty()) a.insert(a.end(), {"--revision", s.revision});
       break;
     case Framework::kAtom:
       a = {s.python,        "-m", "atom.entrypoints.openai_server", "--model", s.model, "-tp", tp,

@@ -21,6 +21,7 @@ struct EngineSpec {
   int tp = 1;
   std::string max_model_len;            // empty = engine default
   std::string gpu_memory_utilization;   // vLLM's fraction; empty = 0.95
+  std::string revision;                 // envs.MODEL_REVISION: the engine's --revision; empty = none
   std::vector<std::string> extra_args;  // EXTRA_{VLLM,SGLANG,ATOM}_ARGS, split on whitespace
   std::string python = "python3";       // for sglang/atom module launches
   std::string vllm_executable = "vllm";

@@ -48,6 +48,7 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
   spec.port = c.port() ? *c.port() : free_port();
   spec.tp = static_cast<int>(c.tensor_parallel());
   spec.max_model_len = c.env("MAX_MODEL_LEN");
+  spec.revision = c.env("MODEL_REVISION");
   spec.gpu_memory_utilization = c.env("GPU_MEMORY_UTILIZATION", c.env("GPU_MEM_UTIL"));
   spec.gpu = c.engine_gpu;
   const char* extra_key = fw == Framework::kVllm     ? "EXTRA_VLLM_ARGS"
@@ -73,6 +74,7 @@ LaunchPlan plan_launch(const BenchmarkConfig& c, const fs::path& workspace) {
                                                          "NUM_PROMPTS",
                                                          "MAX_MODEL_LEN",
                                                          "PORT",
+                                                         "MODEL_REVISION",
                                                          "EXTRA_VLLM_ARGS",
                                                          "EXTRA_SGLANG_ARGS",
                                                          "EXTRA_ATOM_ARGS"};

@@ -121,4 +121,47 @@ TokenIdRange fit_token_ids(ClientOptions& o, std::optional<int64_t> vocab_size, 
   return t;
 }
 
+RevisionCheck check_model_revision(const std::string& model, const std::string& requested,
+                                   const std::string& hf_cache_path) {
+  RevisionCheck r;
+  r.model = model;
+  r.requested = requested;
+  std::error_code ec;
+  if (fs::is_directory(model, ec)) {
+    r.status = "unverifiable";
+    r.detail = "the model is a local folder, which has no hub revision; the engine was given --revision";
+    return r;
+  }
+  const fs::path repo = hf_repo_dir(model, hf_cache_path);
+  std::string commit = requested;
+  if (std::ifstream ref(repo / "refs" / requested); ref) std::getline(ref, commit);
+  std::string main;
+  if (std::ifstream ref(repo / "refs" / "main"); ref) std::getline(ref, main);
+  const fs::path snap = repo / "snapshots" / commit;
+  if (!commit.empty() && fs::is_regular_file(snap / "config.json", ec)) {
+    r.status = "match";
+    r.commit = commit;
+    r.snapshot_dir = snap;
+    r.detail = fmt::format("the engine's files are the snapshot of {} ({})", requested, commit);
+    return r;
+  }
+  r.status = "mismatch";
+  r.detail = fmt::format(
+      "revision {} of {} is not what the engine loaded: the Hugging Face cache {} holds no snapshot of it "
+      "(refs/{} or snapshots/{} with a config.json){}; fix envs.MODEL_REVISION (a branch, tag or commit of "
+      "the model) or fetch it (huggingface-cli download {} --revision {})",
+      requested, model, repo.string(), requested, commit,
+      main.empty() ? "" : fmt::format("; refs/main is {}", main), model, requested);
+  return r;
+}
+
+nlohmann::json revision_receipt_json(const RevisionCheck& c) {
+  return {{"model", c.model},
+          {"requested_revision", c.requested},
+          {"status", c.status},
+          {"resolved_commit", c.commit.empty() ? nlohmann::json() : nlohmann::json(c.commit)},
+          {"snapshot_dir", c.snapshot_dir.empty() ? nlohmann::json() : nlohmann::json(c.snapshot_dir.string())},
+          {"detail", c.detail}};
+}
+
 }  // namespace magpie::serve

@@ -47,4 +47,18 @@ struct TokenIdRange {
 // refused (Error kUsage), as every request would fail.
 TokenIdRange fit_token_ids(ClientOptions& client, std::optional<int64_t> vocab_size, const std::string& from);
 
+// envs.MODEL_REVISION checked against what the engine loaded: the Hugging
+// Face cache's snapshot for that revision (refs/<revision> -> commit, or the
+// commit itself under snapshots/). A local folder has no hub revision to check.
+struct RevisionCheck {
+  std::string model, requested;
+  std::string status;  // match | mismatch | unverifiable
+  std::string commit;  // the commit the revision resolved to ("" when it did not)
+  std::filesystem::path snapshot_dir;
+  std::string detail;  // why, in words, with the fix on a mismatch
+};
+RevisionCheck check_model_revision(const std::string& model, const std::string& requested,
+                                   const std::string& hf_cache_path);
+nlohmann::json revision_receipt_json(const RevisionCheck& check);  // model_revision_receipt.json
+
 }  // namespace magpie::serve

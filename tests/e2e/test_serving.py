@@ -285,3 +285,44 @@ def test_overall_timeout_kills_the_launched_server_and_keeps_partial_results(mag
     envb = report["environment"]
     assert envb["model_revision"] == f"local:{tiny_model}"
     assert envb["env_vars"]["MAGPIE_E2E_MARKER"] == marker
+
+
+def test_repeated_captures_are_each_analysed_with_a_stability_table(magpie, tiny_model, tmp_path):
+    """profiler.torch_profiler.num_profiles: 2 captures of 2 s, 1 s apart, during
+    one timed run (40 requests arriving at 2/s, about 20 s): each capture's files
+    land in torch_trace/capture_N, each is gap-analysed, and the report and
+    summary carry the stability table over both."""
+    cfg = tmp_path / "captures.yaml"
+    cfg.write_text("benchmark:\n  framework: vllm\n"
+                   f"  model: {tiny_model}\n  run_mode: local\n"
+                   "  envs: {CONC: 2, ISL: 32, OSL: 8, RANDOM_RANGE_RATIO: 0}\n"
+                   "  profiler:\n    torch_profiler:\n      enabled: true\n      num_profiles: 2\n"
+                   "      capture_timeout_seconds: 2\n      interval_seconds: 1\n"
+                   "      flush_timeout_seconds: 120\n")
+    proc, report, ws = run_magpie(magpie, ["-b", str(cfg), "--num-prompts", "40", "--request-rate", "2",
+                                           "--token-id-max", "4000", "--warmups", "1", *env.engine_flags()],
+                                  tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (ws / "server.log").read_text()[-3000:]
+    assert not any("not implemented yet" in w for w in report["warnings"]), report["warnings"]
+    caps = report["profile_captures"]
+    assert [c["label"] for c in caps] == ["capture_1", "capture_2"], caps
+    for c in caps:
+        assert c["status"] == "analysed", c
+        assert c["trace_files"] > 0 and c["kernel_summary"], c
+        assert any(p.name.endswith((".json", ".json.gz")) for p in (ws / "torch_trace" / c["label"]).iterdir())
+        assert (ws / "gap_analysis" / c["label"] / "gap_analysis.csv").is_file()
+        assert c["stop_s"] > c["start_s"]
+    assert caps[1]["start_s"] >= caps[0]["stop_s"] + 1, caps  # interval_seconds apart at least
+    st = report["capture_stability"]
+    assert st["analysed"] == ["capture_1", "capture_2"] and st["missing"] == [], st
+    assert st["kernels"], st
+    for row in st["kernels"]:
+        assert len(row["share_pct"]) == 2
+        assert row["min_pct"] <= row["mean_pct"] <= row["max_pct"]
+    # Each capture's shares come from its own analysis: its kernel_summary percent.
+    first = {k["name"]: k["percent"] for k in caps[0]["kernel_summary"]}
+    top = st["kernels"][0]
+    if top["name"] in first:
+        assert top["share_pct"][0] == pytest.approx(first[top["name"]], abs=1e-6)
+    summary = (ws / "summary.txt").read_text()
+    assert "Capture stability (2 analysed)" in summary, summary

@@ -540,3 +540,95 @@ def test_auto_clone_repos_clones_into_repos_base_dir_before_anything_starts(magp
     assert f"could not clone {missing}" in proc.stderr and "fatal:" in proc.stderr, proc.stderr
     assert report is None  # no workspace: nothing was started
     assert not (base / "missing").exists()
+
+
+# --- repeated profiler captures ------------------------------------------------------
+
+def test_a_capture_that_does_not_flush_is_named_missing_and_the_others_kept(magpie, tmp_path):
+    """num_profiles 3 against the stub as the launched engine: its profiler routes
+    write a real Kineto trace (tests/data/h200_graphs) per capture, except the
+    second, which never flushes (the fault a real server cannot show on cue).
+    capture_2 is reported missing with flush_timeout_seconds in its reason;
+    capture_1 and capture_3 are analysed and make the stability table."""
+    trace = HERE.parents[1] / "tests" / "data" / "h200_graphs" / "compile_default.json.gz"
+    script = tmp_path / "vllm"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "argv = sys.argv[1:]\n"
+        "port = argv[argv.index('--port') + 1]\n"
+        f"os.execv({sys.executable!r}, [{sys.executable!r}, {str(STUB)!r}, '--port', port, '--ttft-ms', '20',"
+        f" '--itl-ms', '5', '--words-are-tokens', '--profile-trace', {str(trace)!r}, '--profile-lose', '2'])\n")
+    script.chmod(0o755)
+    cfg = yaml_config(tmp_path, "")
+    cfg.write_text(cfg.read_text().replace(
+        "  profiler: {torch_profiler: {enabled: false}}\n",
+        "  profiler:\n    torch_profiler: {enabled: true, num_profiles: 3, capture_timeout_seconds: 0.5,\n"
+        "                     flush_timeout_seconds: 4, num_steps: 7}\n"))
+    # 200 requests at 10/s: 20 s of load; three captures need about 12 s (0.5 s + 3 s to settle each, 4 s lost).
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script, "--num-prompts", "200",
+                                    "--request-rate", "10", "--ready-timeout", "60"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    caps = {c["label"]: c for c in report["profile_captures"]}
+    assert list(caps) == ["capture_1", "capture_2", "capture_3"], report["profile_captures"]
+    assert caps["capture_2"]["status"] == "missing", caps["capture_2"]
+    assert "flush_timeout_seconds (4 s)" in caps["capture_2"]["missing_reason"], caps["capture_2"]
+    for label in ("capture_1", "capture_3"):
+        assert caps[label]["status"] == "analysed" and caps[label]["kernel_summary"], caps[label]
+        # vLLM's per-capture file prefix reached the server.
+        assert (ws / "torch_trace" / label / f"magpie_{label}_dp0_pp0_tp0.pt.trace.json.gz").is_file()
+    starts = [json.loads(line) for line in (ws / "stub_profile_starts.jsonl").read_text().splitlines()]
+    assert starts == [{"profile_prefix": f"magpie_capture_{k}", "max_iterations": 7} for k in (1, 2, 3)], starts
+    st = report["capture_stability"]
+    assert st["analysed"] == ["capture_1", "capture_3"], st
+    assert [m["label"] for m in st["missing"]] == ["capture_2"], st
+    # The same trace twice: every top kernel's share is the same in both, no spread.
+    assert st["kernels"] and all(k["share_pct"][0] == k["share_pct"][1] for k in st["kernels"]), st
+    assert st["max_spread_pct"] == 0
+    assert any("capture_2 is missing" in w for w in report["warnings"]), report["warnings"]
+    summary = (ws / "summary.txt").read_text()
+    assert "Capture stability (2 analysed, missing: capture_2 (" in summary, summary
+
+
+# --- envs.MODEL_REVISION -------------------------------------------------------------
+
+def hf_cache_with(tmp_path, commits: dict) -> Path:
+    """A Hugging Face cache as the hub library lays it out: refs/NAME -> commit, snapshots/COMMIT/config.json."""
+    repo = tmp_path / "hf" / "hub" / "models--timed-stub"
+    (repo / "refs").mkdir(parents=True)
+    for name, commit in commits.items():
+        (repo / "refs" / name).write_text(commit + "\n")
+        (repo / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+        (repo / "snapshots" / commit / "config.json").write_text('{"vocab_size": 32000}')
+    return tmp_path / "hf"
+
+
+def test_model_revision_reaches_the_engine_and_its_snapshot_is_the_receipt(magpie, tmp_path, stub_engine):
+    script, record = stub_engine
+    hf = hf_cache_with(tmp_path, {"main": "a" * 40, "v2": "b" * 40})
+    cfg = yaml_config(tmp_path, f"  hf_cache_path: {hf}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", "NUM_PROMPTS: 6, MODEL_REVISION: v2}"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = json.loads(record.read_text())["argv"]
+    assert argv[argv.index("--revision") + 1] == "v2", argv
+    assert "MODEL_REVISION" not in json.loads(record.read_text())["env"]
+    receipt = json.loads((ws / "model_revision_receipt.json").read_text())
+    assert receipt["status"] == "match" and receipt["resolved_commit"] == "b" * 40, receipt
+    assert report["server"]["model_revision"] == "b" * 40  # not refs/main's
+    assert not any("MODEL_REVISION" in w for w in report["warnings"]), report["warnings"]
+
+
+def test_model_revision_the_engine_did_not_load_stops_the_run_before_timing(magpie, tmp_path, stub_engine):
+    script, _ = stub_engine
+    hf = hf_cache_with(tmp_path, {"main": "a" * 40})
+    cfg = yaml_config(tmp_path, f"  hf_cache_path: {hf}\n")
+    cfg.write_text(cfg.read_text().replace("NUM_PROMPTS: 6}", "NUM_PROMPTS: 6, MODEL_REVISION: v9}"))
+    proc, report, ws = run(magpie, ["-b", cfg, "--engine-executable", script], tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["cases"] == [] and not report["success"], report
+    err = next(e for e in report["errors"] if "MODEL_REVISION" in e)
+    assert "revision v9 of timed-stub is not what the engine loaded" in err and "refs/main is " + "a" * 40 in err, err
+    receipt = json.loads((ws / "model_revision_receipt.json").read_text())
+    assert receipt["status"] == "mismatch" and receipt["resolved_commit"] is None, receipt
+    assert not (ws / "requests.jsonl").exists()  # nothing was timed

@@ -55,7 +55,13 @@ from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
         [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat] [--slots N]
-        [--wrong-fraction F]
+        [--wrong-fraction F] [--profile-trace FILE [--profile-lose K]]
+With --profile-trace, POST /start_profile and /stop_profile answer as vLLM's
+profiler routes do: each stop copies FILE into $VLLM_TORCH_PROFILER_DIR as
+that capture's trace (named with the start body's profile_prefix), except
+the K-th stop (1-based), whose trace never appears: a capture that does not
+flush, which a real server cannot be made to do on cue. Each start's body is
+appended to stub_profile_starts.jsonl beside that folder.
 prints "port N" on stdout once it listens. GET /health, /v1/models and
 /metrics answer as vLLM's do (enough for `vllm bench serve` and
 `magpie benchmark --endpoint`). Standard library only."""
@@ -63,9 +69,11 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import re
 import sys
 import time
+from pathlib import Path
 
 
 def sse(obj) -> bytes:
@@ -122,6 +130,7 @@ class TimedStreamServer:
         self.cache = PrefixCache() if prefill_s_per_token is not None else None
         self.slots = asyncio.Semaphore(slots) if slots else None
         self.wrong_fraction = wrong_fraction
+        self.profile_trace, self.profile_lose, self.profile_stops, self.profile_prefix = None, 0, 0, "stub"
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         try:
@@ -140,7 +149,9 @@ class TimedStreamServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 arrival = time.monotonic()  # the schedule's origin: the request is fully read
                 path = target.split("?")[0]
-                if method == "POST" and (path == "/v1/completions" or (self.chat and path == "/v1/chat/completions")):
+                if method == "POST" and self.profile_trace and path in ("/start_profile", "/stop_profile"):
+                    writer.write(self.answer_profile(path, body))
+                elif method == "POST" and (path == "/v1/completions" or (self.chat and path == "/v1/chat/completions")):
                     await self.stream_completion(writer, body, arrival, path.endswith("/chat/completions"),
                                                  headers)
                 else:
@@ -152,6 +163,22 @@ class TimedStreamServer:
             return
         finally:
             writer.close()
+
+    def answer_profile(self, path: str, body: bytes) -> bytes:
+        if path == "/start_profile":
+            start = json.loads(body) if body else {}
+            self.profile_prefix = start.get("profile_prefix", "stub")
+            # Each start's body, one a line, beside the trace folder (what the test checks was sent).
+            with open(Path(os.environ["VLLM_TORCH_PROFILER_DIR"]).parent / "stub_profile_starts.jsonl", "a") as f:
+                f.write(json.dumps(start) + "\n")
+            return plain("200 OK", b"")
+        self.profile_stops += 1
+        if self.profile_stops != self.profile_lose:
+            import shutil
+            out = Path(os.environ["VLLM_TORCH_PROFILER_DIR"])
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.profile_trace, out / f"{self.profile_prefix}_dp0_pp0_tp0.pt.trace.json.gz")
+        return plain("200 OK", b"")
 
     def answer_get(self, method: str, path: str) -> bytes:
         if method != "GET":
@@ -325,10 +352,13 @@ async def main(argv=None):
     ap.add_argument("--chat", action="store_true")
     ap.add_argument("--slots", type=int, default=0)
     ap.add_argument("--wrong-fraction", type=float, default=None)
+    ap.add_argument("--profile-trace")
+    ap.add_argument("--profile-lose", type=int, default=0)
     a = ap.parse_args(argv)
     stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
                              None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat, a.slots,
                              a.wrong_fraction)
+    stub.profile_trace, stub.profile_lose = a.profile_trace, a.profile_lose
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:
