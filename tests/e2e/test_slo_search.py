@@ -174,7 +174,8 @@ def test_an_error_mid_search_keeps_its_probes_and_says_why(magpie, tmp_path, slo
     data.write_text("".join(json.dumps({"prompt_token_ids": [11, 12, 13, 14, 15, 16, 17, 18]}) + "\n"
                             for _ in range(20)))
     out = tmp_path / "out"
-    args = [a for a in COMMON if a not in ("--input-len", "8", "--range-ratio", "0", "--token-id-max", "4000")]
+    # COMMON without its random-token options (the dataset gives the prompts).
+    args = ["--output-len", str(OSL), "--warmups", "0", "--slo", SLO]
     proc = subprocess.Popen([str(magpie), "benchmark", "vllm", "--endpoint", url, *args, "--dataset", "jsonl",
                              "--dataset-path", str(data), "--num-prompts", "20", "--search", "concurrency",
                              "--search-range", "1:16", "-o", str(out)],
@@ -187,7 +188,10 @@ def test_an_error_mid_search_keeps_its_probes_and_says_why(magpie, tmp_path, slo
         t.start()
     deadline = time.monotonic() + 120
     while not list(out.glob("benchmark_*/cases/*_run1/requests.jsonl")):
-        assert proc.poll() is None and time.monotonic() < deadline, "the first run never started"
+        if proc.poll() is not None:
+            for t in readers:
+                t.join()
+        assert proc.poll() is None and time.monotonic() < deadline, ("the first run never started", streams)
         time.sleep(0.05)
     broken = tmp_path / "broken.jsonl"
     broken.write_text("{not json\n")
