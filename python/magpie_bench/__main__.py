@@ -25,7 +25,7 @@ def parse_args(argv):
     p.add_argument("--equal-nan", action="store_true")
     p.add_argument("--max-noise", type=float, default=0.005)
     p.add_argument("--min-samples", type=int, default=10)
-    p.add_argument("--min-time", type=float, default=0.5)
+    p.add_argument("--min-time", type=float, default=0.2)
     p.add_argument("--max-time", type=float, default=15.0)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-l2-flush", action="store_true")

@@ -1,25 +1,62 @@
 """Kernel records from libmagpie_cupti.so's JSONL, and busy time per window."""
 import json
+import re
+
+
+_KERNEL_TAIL = re.compile(rb'"start":(\d+),"end":(\d+),[^{}]*?"stream":(\d+)[,}]')
+_MARKER = re.compile(rb'\{"marker":"([^"\\]*)","ts":(\d+)\}')
+
+
+def _fast_kernel(line, names):
+    """start, end, stream and name of a libmagpie_cupti kernel line without a full JSON parse
+    (json.loads was most of a round's analysis: the demangled and mangled names are long,
+    and only the name is needed). None when the line is not in the library's own layout."""
+    if not line.startswith(b'{"name":"'):
+        return None
+    cut = line.find(b'","mangled":"', 9)  # a quote inside a name is escaped, so this is the field's end
+    if cut < 0:
+        return None
+    rest = line.find(b'","start":', cut + 13)
+    m = _KERNEL_TAIL.match(line, rest + 2) if rest >= 0 else None
+    if m is None:
+        return None
+    raw = line[9:cut]
+    name = names.get(raw)
+    if name is None:
+        name = json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8", "replace")
+        names[raw] = name
+    return {"name": name, "start": int(m.group(1)), "end": int(m.group(2)), "stream": int(m.group(3))}
 
 
 def read_jsonl(path, offset=0):
-    """Kernels and markers of the file from byte `offset` on (a worker's file holds earlier requests too)."""
-    kernels, markers = [], []
+    """Kernels and markers of the file from byte `offset` on (a worker's file holds earlier requests too).
+    Kernel records keep name, start, end and stream (what the analyses read); lines in another
+    layout are parsed in full; unreadable ones are skipped."""
+    kernels, markers, names = [], [], {}
     try:
         with open(path, "rb") as f:
             f.seek(offset)
-            for raw in f:
-                line = raw.decode("utf-8", "replace")
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                (markers if "marker" in rec else kernels).append(rec)
+            data = f.read()
     except FileNotFoundError:
-        pass
+        return kernels, markers
+    for line in data.split(b"\n"):
+        line = line.strip()
+        if not line:
+            continue
+        rec = _fast_kernel(line, names)
+        if rec is not None:
+            kernels.append(rec)
+            continue
+        m = _MARKER.fullmatch(line)
+        if m is not None:
+            markers.append({"marker": m.group(1).decode(), "ts": int(m.group(2))})
+            continue
+        try:
+            rec = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            (markers if "marker" in rec else kernels).append(rec)
     return kernels, markers
 
 

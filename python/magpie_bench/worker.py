@@ -10,6 +10,8 @@ JSON object per line each way (docs/KERNEL_EVALUATION.md, "Harness worker"):
   -> {"id": n, "ok": true, "success": bool}            the report is written to PATH, as `check` mode does
   <- {"id": n, "op": "time", "seed": 42, "spot_seed": 42, "cupti_output": PATH or ""}
   -> {"id": n, "ok": true, "latency": {...}}           the MAGPIE_LATENCY_JSON payload
+  <- {"id": n, "op": "cupti_kind", "kind": "serial" or "concurrent"}
+  -> {"id": n, "ok": true}                             libmagpie_cupti switched in place (ok false: restart me)
   <- {"id": n, "op": "exit"}
   -> {"id": n, "ok": false, "error": "..."}            the request raised; the worker keeps serving
 
@@ -102,6 +104,23 @@ class Worker:
         return {"latency": latency_payload(out)}
 
 
+def set_cupti_kind(kind):
+    """Switches the injected libmagpie_cupti.so between its kernel activity kinds in this
+    process, so a new kind costs no restart (imports, CUDA context, compilation)."""
+    import ctypes
+    path = os.environ.get("CUDA_INJECTION64_PATH", "")
+    if not path.endswith("libmagpie_cupti.so") or not os.path.exists(path):
+        raise RuntimeError("no libmagpie_cupti.so injected in this worker")
+    fn = getattr(ctypes.CDLL(path), "magpie_cupti_set_kind", None)  # the driver's handle: already loaded
+    if fn is None:
+        raise RuntimeError("%s has no magpie_cupti_set_kind (an older build)" % path)
+    fn.argtypes = [ctypes.c_char_p]
+    if fn(kind.encode()) != 0:
+        raise RuntimeError("libmagpie_cupti could not switch to %r" % kind)
+    os.environ["MAGPIE_CUPTI_KIND"] = kind
+    return {}
+
+
 def release_cached_memory():
     """Between requests: the allocator's cached blocks back to the GPU, which the
     other implementations' workers share."""
@@ -152,6 +171,8 @@ def serve(a):
                 result = worker.check(req)
             elif op == "time":
                 result = worker.time(req)
+            elif op == "cupti_kind":
+                result = set_cupti_kind(req.get("kind", ""))
             else:
                 raise ValueError("unknown op %r" % op)
             result.update(id=rid, ok=True)

@@ -304,6 +304,7 @@ void Evaluator::prestart_workers(std::vector<Evaluation>& evals, const std::stri
     const std::string want = cupti_applies(e) ? (cupti_kind.empty() ? initial_kind() : cupti_kind) : std::string();
     auto& slot = workers_[e.spec.id];
     if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) continue;
+    if (switch_cupti_kind(slot, want)) continue;
     if (!slot.worker) slot.worker = std::make_unique<HarnessWorker>();
     std::map<std::string, std::string> env;
     const Command argv = worker_launch(e, want, env);
@@ -321,6 +322,7 @@ HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kin
   const fs::path log = e.dir / "harness_worker.log";
   WorkerReply r;
   Command argv;
+  if (switch_cupti_kind(slot, want)) return slot.worker.get();
   if (slot.worker && slot.worker->alive() && slot.cupti_kind == want) {
     if (!slot.worker->launched()) return slot.worker.get();
     st.commands.push_back(slot.command);  // launched by prestart_workers: wait for it here
@@ -346,6 +348,18 @@ HarnessWorker* Evaluator::worker_for(Evaluation& e, const std::string& cupti_kin
   }
   slot.cupti_kind = want;
   return slot.worker.get();
+}
+
+bool Evaluator::switch_cupti_kind(WorkerSlot& slot, const std::string& want) const {
+  // Only a started, idle worker already under CUPTI, asked for the other kind.
+  if (!slot.worker || !slot.worker->alive() || slot.worker->launched() || slot.cupti_kind.empty() || want.empty() ||
+      slot.cupti_kind == want)
+    return false;
+  auto r = slot.worker->request({{"op", "cupti_kind"}, {"kind", want}}, std::chrono::seconds(30), opt_.cancel);
+  if (!r.ok || !r.answer.value("ok", false)) return false;  // the caller restarts it under `want`
+  slot.cupti_kind = want;
+  slot.command += ", switched to CUPTI " + want;
+  return true;
 }
 
 bool Evaluator::ask_worker(Evaluation& e, const nlohmann::json& req, const std::string& cupti_kind,

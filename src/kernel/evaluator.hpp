@@ -103,6 +103,10 @@ class Evaluator {
   // nullptr with the cause in `st`.
   HarnessWorker* worker_for(Evaluation& e, const std::string& cupti_kind, StageResult& st) const;
   std::string initial_kind() const;
+  struct WorkerSlot;
+  // Asks a running worker to switch its CUPTI kind in place (no new imports or
+  // context); false when it cannot (an older harness or library): then it is restarted.
+  bool switch_cupti_kind(WorkerSlot& slot, const std::string& want) const;
   Command worker_launch(Evaluation& e, const std::string& want, std::map<std::string, std::string>& env) const;
   bool ask_worker(Evaluation& e, const nlohmann::json& req, const std::string& cupti_kind, double timeout_s,
                   StageResult& st, const char* stage_name, nlohmann::json& answer) const;

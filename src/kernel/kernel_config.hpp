@@ -104,7 +104,7 @@ struct LatencySettings {
   // Ours: nvbench-style stopping for the built-in timing loop.
   double max_noise = 0.005;
   int min_samples = 10;
-  double min_time_s = 0.5;
+  double min_time_s = 0.2;  // GPU time per round; by default >= 3 rounds, so >= 0.6 s per implementation
   double max_time_s = 15;
   bool l2_flush = true;
 };

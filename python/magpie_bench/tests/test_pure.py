@@ -128,3 +128,46 @@ def test_window_sweep_matches_testing_every_pair():
                     want_worst, want_name = lateness, name
         got_u = unjoined_work(kernels, windows, spin)
         assert got_u == ((want_hit, want_name, want_worst) if want_hit else None)
+
+
+def test_read_jsonl_fast_path_agrees_with_json(tmp_path):
+    """The reader skips json.loads for the library's own kernel lines; every line must come out as
+    json.loads reads it: escaped names, unicode, markers, other layouts, a torn last line."""
+    def lib_line(name, start, end, stream):  # the layout libmagpie_cupti.cpp writes
+        q = json.dumps(name, ensure_ascii=False)
+        return ('{"name":%s,"mangled":%s,"start":%d,"end":%d,"grid":[1,2,3],"block":[4,5,6],"registers":7,'
+                '"static_shared":0,"dynamic_shared":0,"stream":%d,"correlation":9,"device":0,"context":1,'
+                '"graph_id":0}' % (q, q, start, end, stream))
+    lines = [lib_line("plain_kernel", 10, 20, 7),
+             lib_line('quote"d \\ back","mangled":"x', 30, 45, 13),
+             lib_line("näme ✓ <lambda()#1>", 50, 60, 7),
+             '{"marker":"ms0","ts":25}',
+             '{"marker":"odd \\"label\\"","ts":26}',
+             '{"name": "spaced", "start": 1, "end": 2, "stream": 3}',
+             '{"marker":"dropped_records","ts":0,"count":4}',
+             "not json",
+             lib_line("plain_kernel", 70, 90, 8),
+             '{"name":"torn","mangled":"torn","start":100,"en']
+    p = tmp_path / "k.jsonl"
+    p.write_text("\n".join(lines), encoding="utf-8")
+    kernels, markers = read_jsonl(str(p))
+    want_k, want_m = [], []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        (want_m if "marker" in rec else want_k).append(rec)
+    assert [{k: r[k] for k in ("name", "start", "end", "stream")} for r in want_k] == \
+        [{k: r[k] for k in ("name", "start", "end", "stream")} for r in kernels]
+    assert markers == want_m
+    assert kernels[1]["name"] == 'quote"d \\ back","mangled":"x'
+
+
+def test_worker_refuses_cupti_kind_without_the_library(monkeypatch):
+    """No injected library: the worker answers ok false, so the evaluator restarts it instead."""
+    import pytest
+    from magpie_bench.worker import set_cupti_kind
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    with pytest.raises(RuntimeError, match="no libmagpie_cupti.so"):
+        set_cupti_kind("serial")

@@ -31,6 +31,7 @@ constexpr size_t kAlign = 8;
 int g_fd = -1;
 std::mutex g_write_mutex;
 bool g_initialized = false;
+CUpti_ActivityKind g_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 
 void write_all(const std::string& s) {
   std::lock_guard<std::mutex> lock(g_write_mutex);
@@ -130,6 +131,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "magpie_cupti: CUPTI activity API unavailable; no kernels recorded\n");
     return 0;
   }
+  g_kind = kind;
   std::atexit(flush_at_exit);
   return 1;
 }
@@ -137,6 +139,31 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 // For harnesses that bracket samples: flush completed records to the file now.
 extern "C" __attribute__((visibility("default"))) int magpie_cupti_flush(void) {
   return cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+// Switches the kernel activity kind ("concurrent" or "serial") in a running
+// process, so a harness worker need not restart (imports, context) to change it.
+// Records taken so far are flushed under the old kind first. Returns 0 on
+// success, -1 for an unknown kind or a CUPTI failure (the old kind stays on).
+extern "C" __attribute__((visibility("default"))) int magpie_cupti_set_kind(const char* name) {
+  if (!g_initialized || name == nullptr) return -1;
+  CUpti_ActivityKind want;
+  if (std::strcmp(name, "serial") == 0) {
+    want = CUPTI_ACTIVITY_KIND_KERNEL;
+  } else if (std::strcmp(name, "concurrent") == 0) {
+    want = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  } else {
+    return -1;
+  }
+  if (want == g_kind) return 0;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (cuptiActivityDisable(g_kind) != CUPTI_SUCCESS) return -1;
+  if (cuptiActivityEnable(want) != CUPTI_SUCCESS) {
+    cuptiActivityEnable(g_kind);
+    return -1;
+  }
+  g_kind = want;
+  return 0;
 }
 
 // Writes {"marker": label, "ts": <CUPTI timestamp ns>}: the same clock as the
