@@ -260,9 +260,22 @@ Evaluator::Evaluator(EvaluatorOptions options) : opt_(std::move(options)) {}
 
 Evaluator::~Evaluator() { release_workers(); }
 
-void Evaluator::release_worker(const Evaluation& e) const { workers_.erase(e.spec.id); }
+void Evaluator::release_worker(const Evaluation& e) const {
+  auto it = workers_.find(e.spec.id);
+  if (it == workers_.end()) return;
+  if (it->second.worker) {
+    it->second.worker->ask_exit();
+    retiring_.push_back(std::move(it->second.worker));
+  }
+  workers_.erase(it);
+}
 
-void Evaluator::release_workers() const { workers_.clear(); }
+void Evaluator::release_workers() const {
+  for (auto& [id, slot] : workers_)
+    if (slot.worker) slot.worker->ask_exit();  // all wind down at once, then each is reaped
+  workers_.clear();
+  retiring_.clear();
+}
 
 int Evaluator::worker_starts(const Evaluation& e) const {
   auto it = workers_.find(e.spec.id);

@@ -117,6 +117,9 @@ class Evaluator {
     std::string command;  // as launched by prestart_workers, for the stage's commands
   };
   mutable std::map<std::string, WorkerSlot> workers_;  // by implementation id
+  // Released workers asked to exit and not yet reaped: they wind down while the
+  // others are still measured, and are waited for in release_workers().
+  mutable std::vector<std::unique_ptr<HarnessWorker>> retiring_;
 };
 
 }  // namespace magpie::kernel

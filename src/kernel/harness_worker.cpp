@@ -61,6 +61,7 @@ WorkerReply HarnessWorker::launch(Command argv, const fs::path& cwd, const std::
                                   const fs::path& log, const fs::path& dir) {
   stop();
   ready_ = false;
+  exit_asked_ = false;
   ++starts_;
   log_ = log;
   pending_.clear();
@@ -187,13 +188,17 @@ WorkerReply HarnessWorker::await_line(std::chrono::milliseconds timeout, const s
   }
 }
 
+void HarnessWorker::ask_exit() {
+  if (!alive_ || exit_asked_ || !child_ || !child_->running() || requests_fd_ < 0) return;
+  const std::string line = nlohmann::json{{"id", next_id_++}, {"op", "exit"}}.dump() + "\n";
+  exit_asked_ = ::write(requests_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
 void HarnessWorker::stop() {
   if (!alive_) return;
-  if (child_ && child_->running() && requests_fd_ >= 0) {
-    const std::string line = nlohmann::json{{"id", next_id_++}, {"op", "exit"}}.dump() + "\n";
-    if (::write(requests_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
-      for (int i = 0; i < 100 && child_->running(); ++i) ::usleep(20000);
-    }
+  ask_exit();
+  if (exit_asked_ && child_) {
+    for (int i = 0; i < 100 && child_->running(); ++i) ::usleep(20000);
   }
   end("stop");
 }

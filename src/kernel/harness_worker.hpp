@@ -53,6 +53,9 @@ class HarnessWorker {
   WorkerReply request(nlohmann::json req, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
   // Asks it to exit, then ends its group (a short grace).
   void stop();
+  // Only asks it to exit (once), without waiting: several workers then wind down
+  // (CUDA context, interpreter) side by side before each one's stop().
+  void ask_exit();
   bool alive() const { return alive_; }
   int starts() const { return starts_; }
   const std::filesystem::path& log() const { return log_; }
@@ -68,6 +71,7 @@ class HarnessWorker {
   std::vector<std::filesystem::path> fifos_;  // removed when the worker ends
   bool alive_ = false;
   bool ready_ = false;
+  bool exit_asked_ = false;
   int next_id_ = 1;
   int starts_ = 0;
 };
