@@ -700,42 +700,37 @@ void apply_client_only_names(BenchmarkConfig& c, bool endpoint_given, bool api_g
 
 namespace {
 
-// A rate ramp sets the schedule itself; the search varies one case against --slo.
+// What a ramp (rate, or concurrency) cannot be combined with; empty: nothing.
+std::string ramp_clash(const BenchmarkConfig& c, bool concurrency) {
+  const auto& o = c.client;
+  const auto& kind = workload_kind(o.dataset);
+  if (o.search) return "--search (it sets each probe's load)";
+  if (concurrency && o.rate_ramp) return "--rate-ramp (one ramp per case)";
+  if (o.duration_s > 0) return "--duration (the ramp's SECONDS bound the case)";
+  if (concurrency && !c.env("NUM_PROMPTS").empty()) return "--num-prompts (the ramp's SECONDS bound the case)";
+  if (concurrency && (!c.env("CONC").empty() || !c.concurrency_sweep.empty() || !c.sweep_cases.empty()))
+    return "--concurrency (CONC; the ramp sets it)";
+  if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
+    return concurrency ? "--request-rate (a concurrency ramp refills each freed slot at once)"
+                       : "--request-rate (the ramp sets the rate)";
+  if (kind.fixed_schedule) return "dataset " + o.dataset + " (its timestamps set the schedule)";
+  if (kind.sessions)
+    return "dataset " + o.dataset +
+           (concurrency ? " (turns follow replies; --session-concurrency caps sessions)"
+                        : " (turns follow replies, not a schedule)");
+  return {};
+}
+
+// A ramp sets the load itself; the search varies one case against --slo.
 // Checked where the flags are applied (exit 2).
 void check_load_shape(const BenchmarkConfig& c) {
-  if (c.client.rate_ramp) {
-    const auto& o = c.client;
-    std::string clash;
-    if (o.search) clash = "--search (it sets the rate of each probe)";
-    else if (o.duration_s > 0) clash = "--duration (the ramp's SECONDS bound the case)";
-    else if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
-      clash = "--request-rate (the ramp sets the rate)";
-    else if (workload_kind(o.dataset).needs_path && (o.dataset == "mooncake" || o.dataset == "timed_jsonl"))
-      clash = "dataset " + o.dataset + " (its timestamps set the schedule)";
-    else if (o.dataset == "synthetic_sessions" || o.dataset == "sharegpt_sessions")
-      clash = "dataset " + o.dataset + " (turns follow replies, not a schedule)";
-    if (!clash.empty())
-      throw Error(ErrorKind::kUsage, fmt::format("--rate-ramp '{}' cannot be combined with {}", o.rate_ramp->text, clash),
-                  "", std::nullopt, "drop one of them");
-  }
-  if (c.client.concurrency_ramp) {
-    const auto& o = c.client;
-    std::string clash;
-    if (o.search) clash = "--search (it sets the load of each probe)";
-    else if (o.rate_ramp) clash = "--rate-ramp (one ramp per case)";
-    else if (o.duration_s > 0) clash = "--duration (the ramp's SECONDS bound the case)";
-    else if (!c.env("NUM_PROMPTS").empty()) clash = "--num-prompts (the ramp's SECONDS bound the case)";
-    else if (!c.env("CONC").empty() || !c.concurrency_sweep.empty() || !c.sweep_cases.empty())
-      clash = "--concurrency (CONC; the ramp sets it)";
-    else if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
-      clash = "--request-rate (a concurrency ramp refills each freed slot at once)";
-    else if (workload_kind(o.dataset).needs_path && (o.dataset == "mooncake" || o.dataset == "timed_jsonl"))
-      clash = "dataset " + o.dataset + " (its timestamps set the schedule)";
-    else if (o.dataset == "synthetic_sessions" || o.dataset == "sharegpt_sessions")
-      clash = "dataset " + o.dataset + " (turns follow replies; --session-concurrency caps sessions)";
-    if (!clash.empty())
+  for (const auto* ramp : {&c.client.rate_ramp, &c.client.concurrency_ramp}) {
+    if (!*ramp) continue;
+    const bool concurrency = (*ramp)->concurrency;
+    if (auto clash = ramp_clash(c, concurrency); !clash.empty())
       throw Error(ErrorKind::kUsage,
-                  fmt::format("--concurrency-ramp '{}' cannot be combined with {}", o.concurrency_ramp->text, clash),
+                  fmt::format("{} '{}' cannot be combined with {}", concurrency ? "--concurrency-ramp" : "--rate-ramp",
+                              (*ramp)->text, clash),
                   "", std::nullopt, "drop one of them");
   }
   if (!c.client.search) return;

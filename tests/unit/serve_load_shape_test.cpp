@@ -12,6 +12,21 @@
 namespace magpie::serve {
 namespace {
 
+// Each spec is a usage error naming the option, the spec and `form`.
+void expect_refused(LoadRamp (*parse)(const std::string&, const std::string&), const std::string& option,
+                    std::initializer_list<const char*> specs, const std::string& form) {
+  for (const char* bad : specs) {
+    try {
+      parse(bad, option);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find(option + ": '" + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(form), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RateRamp, FormsAndErrors) {
   auto s = parse_rate_ramp("steps:5,35,6,4", "--rate-ramp");
   EXPECT_TRUE(s.steps);
@@ -23,17 +38,10 @@ TEST(RateRamp, FormsAndErrors) {
   EXPECT_FALSE(l.steps);
   EXPECT_EQ(l.windows, 10);
   EXPECT_DOUBLE_EQ(ramp_rate_at(l, 5), 10);
-  for (const char* bad : {"steps:5,35,6", "linear:1,2", "ramp:1,2,3", "linear:1,x,3", "steps:0,5,6,2",
-                          "linear:1,2,0", "steps:1,2,3,1.5", "5,35,6"}) {
-    try {
-      parse_rate_ramp(bad, "--rate-ramp");
-      ADD_FAILURE() << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
-      EXPECT_NE(std::string(e.what()).find("--rate-ramp: '"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("steps:FROM,TO,SECONDS,N"), std::string::npos) << e.what();
-    }
-  }
+  expect_refused(parse_rate_ramp, "--rate-ramp",
+                 {"steps:5,35,6", "linear:1,2", "ramp:1,2,3", "linear:1,x,3", "steps:0,5,6,2", "linear:1,2,0",
+                  "steps:1,2,3,1.5", "5,35,6"},
+                 "steps:FROM,TO,SECONDS,N");
 }
 
 // Near-regular arrivals (burstiness 10000): each step's count is its rate times its length.
@@ -110,16 +118,8 @@ TEST(ConcurrencyRamp, FormsErrorsAndCaps) {
   EXPECT_EQ(concurrency_changes(parse_concurrency_ramp("linear:1,4,6", "x")), (C{{0, 1}, {1, 2}, {3, 3}, {5, 4}}));
   EXPECT_EQ(concurrency_changes(parse_concurrency_ramp("linear:4,2,4", "x")), (C{{0, 4}, {1, 3}, {3, 2}}));
   EXPECT_EQ(ramp_peak_concurrency(parse_concurrency_ramp("linear:4,2,4", "x")), 4);
-  for (const char* bad : {"steps:0,4,6,2", "linear:1.5,4,6", "steps:1,4,6", "linear:1,4,0", "up:1,4,6"}) {
-    try {
-      parse_concurrency_ramp(bad, "--concurrency-ramp");
-      ADD_FAILURE() << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
-      EXPECT_NE(std::string(e.what()).find("--concurrency-ramp: '"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("requests in flight"), std::string::npos) << e.what();
-    }
-  }
+  expect_refused(parse_concurrency_ramp, "--concurrency-ramp",
+                 {"steps:0,4,6,2", "linear:1.5,4,6", "steps:1,4,6", "linear:1,4,0", "up:1,4,6"}, "requests in flight");
 }
 
 // Windows of a concurrency ramp: the cap's mean and the requests really in flight.
