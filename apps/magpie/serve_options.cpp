@@ -72,6 +72,11 @@ void ServeOptions::register_with(CLI::App* sub) {
       "Ramp the request rate during each case: linear:FROM,TO,SECONDS[,WINDOWS] or\n"
       "steps:FROM,TO,SECONDS,N (req/s; e.g. steps:5,40,60,8). The report's cases[].ramp has\n"
       "each step's (or window's) offered rate, throughput, latencies and --slo verdict", ours);
+  add(sub, "--concurrency-ramp", concurrency_ramp_,
+      "Ramp the cap on requests in flight during each case (closed loop, freed slots refilled\n"
+      "at once): linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N (whole numbers;\n"
+      "e.g. steps:1,64,120,7). cases[].ramp has each window's target and measured in-flight\n"
+      "count, throughput, latencies and --slo verdict", ours);
   const char* search = "Serving benchmark: SLO search (docs/BENCHMARK_KEYS.md, \"SLO search\")";
   add(sub, "--search", search_,
       "Find the highest request_rate (or concurrency) whose runs meet --slo: double from the\n"
@@ -198,6 +203,7 @@ serve::BenchmarkFlags ServeOptions::collect(const std::string& framework,
   s(slo_, f.slo);
   s(search_, f.search);
   s(rate_ramp_, f.rate_ramp);
+  s(concurrency_ramp_, f.concurrency_ramp);
   s(search_range_, f.search_range);
   d(search_step_, f.search_step);
   d(search_noise_, f.search_noise);

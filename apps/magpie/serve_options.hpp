@@ -37,7 +37,7 @@ class ServeOptions {
   int64_t warmups_ = 0, prefix_len_ = 0, prefix_pool_ = 0, token_id_max_ = 0, profile_num_prompts_ = 0;
   int64_t turns_ = 0, system_prompt_len_ = 0, session_concurrency_ = 0, num_sessions_ = 0;
   std::string think_time_, session_header_, slo_;
-  std::string search_, search_range_, rate_ramp_;
+  std::string search_, search_range_, rate_ramp_, concurrency_ramp_;
   double search_step_ = 0, search_noise_ = 0, search_max_time_ = 0;
   int64_t search_repeats_ = 0, search_max_repeats_ = 0, search_max_probes_ = 0;
   double trace_speedup_ = 1, prefix_reuse_ = 1;

@@ -332,11 +332,15 @@ void add_load_shape_params(json& input_schema) {
       "SLO search (client.search): the highest request rate or concurrency whose runs meet `slo`";
   props["rate_ramp"] = s::string(
       "Request-rate ramp (client.rate_ramp): linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N");
+  props["concurrency_ramp"] = s::string(
+      "Concurrency ramp (client.concurrency_ramp): linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N "
+      "(requests in flight)");
 }
 
 void load_shape_flags(const ToolCall& call, serve::BenchmarkFlags& f) {
   if (has_arg(call, "slo")) f.slo = arg<std::string>(call, "slo", "");
   if (has_arg(call, "rate_ramp")) f.rate_ramp = arg<std::string>(call, "rate_ramp", "");
+  if (has_arg(call, "concurrency_ramp")) f.concurrency_ramp = arg<std::string>(call, "concurrency_ramp", "");
   if (!has_arg(call, "search")) return;
   const json& se = call.arguments["search"];
   f.search = se.value("variable", "request_rate");
@@ -365,6 +369,7 @@ void append_load_shape_args(const serve::BenchmarkFlags& f, std::vector<std::str
   };
   if (f.slo) add("--slo", *f.slo);
   if (f.rate_ramp) add("--rate-ramp", *f.rate_ramp);
+  if (f.concurrency_ramp) add("--concurrency-ramp", *f.concurrency_ramp);
   if (f.search) add("--search", *f.search);
   if (f.search_range) add("--search-range", *f.search_range);
   add_num("--search-step", f.search_step);

@@ -317,7 +317,9 @@ std::string BenchmarkConfig::resolved_run_kind() const {
 
 std::vector<WorkloadCase> BenchmarkConfig::cases() const {
   WorkloadCase base;
-  base.concurrency = static_cast<int64_t>(env_number("CONC", env("CONC", "32")));
+  // A concurrency ramp's case is named (and warmed up) by the ramp's peak.
+  base.concurrency = client.concurrency_ramp ? ramp_peak_concurrency(*client.concurrency_ramp)
+                                             : static_cast<int64_t>(env_number("CONC", env("CONC", "32")));
   base.input_len = static_cast<int64_t>(env_number("ISL", env("ISL", "1024")));
   base.output_len = static_cast<int64_t>(env_number("OSL", env("OSL", "512")));
   base.range_ratio = env_number("RANDOM_RANGE_RATIO", env("RANDOM_RANGE_RATIO", "0.5"));
@@ -590,15 +592,31 @@ BenchmarkConfig parse_benchmark_yaml(const std::string& text, const std::string&
     se.concurrency = v.integer(cl, p, "session_concurrency", se.concurrency, NumberKind::kPositiveInt);
     se.num_sessions = v.integer(cl, p, "num_sessions", se.num_sessions, NumberKind::kPositiveInt);
     o.trace_speedup = v.number(cl, p, "trace_speedup", o.trace_speedup, NumberKind::kPositive);
-    if (Values::has(cl, "rate_ramp")) {
-      auto ramp_text = v.text(cl, p, "rate_ramp", "");
-      try {
-        o.rate_ramp = parse_rate_ramp(ramp_text, Values::join(p, "rate_ramp"));
-      } catch (const Error&) {
-        v.fail(cl["rate_ramp"], Values::join(p, "rate_ramp"),
-               "linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N (rates in req/s)");
-      }
+    if (auto ag = v.section(cl, p, "agent"); ag.IsMap()) {
+      const auto ap = Values::join(p, "agent");
+      auto& a = o.agent;
+      a.given = true;
+      a.context_len = v.integer(ag, ap, "context_len", a.context_len, NumberKind::kPositiveInt);
+      a.tool_result_len = v.integer(ag, ap, "tool_result_len", a.tool_result_len, NumberKind::kPositiveInt);
+      a.tool_call_len = v.integer(ag, ap, "tool_call_len", a.tool_call_len, NumberKind::kPositiveInt);
+      a.subagents = v.integer(ag, ap, "subagents", a.subagents, NumberKind::kNonNegativeInt);
+      a.subagent_turns = v.integer(ag, ap, "subagent_turns", a.subagent_turns, NumberKind::kPositiveInt);
+      a.spawn_after_turn = v.integer(ag, ap, "spawn_after_turn", a.spawn_after_turn, NumberKind::kNonNegativeInt);
+      a.range_ratio = v.number(ag, ap, "range_ratio", a.range_ratio, NumberKind::kRangeRatio);
     }
+    // A ramp that does not parse: the YAML's line, and the accepted form.
+    auto ramp = [&](const char* key, LoadRamp (*parse)(const std::string&, const std::string&), const char* unit,
+                    std::optional<LoadRamp>& out) {
+      if (!Values::has(cl, key)) return;
+      try {
+        out = parse(v.text(cl, p, key, ""), Values::join(p, key));
+      } catch (const Error&) {
+        v.fail(cl[key], Values::join(p, key),
+               fmt::format("linear:FROM,TO,SECONDS[,WINDOWS] or steps:FROM,TO,SECONDS,N ({})", unit));
+      }
+    };
+    ramp("rate_ramp", parse_rate_ramp, "rates in req/s", o.rate_ramp);
+    ramp("concurrency_ramp", parse_concurrency_ramp, "requests in flight, whole numbers >= 1", o.concurrency_ramp);
     if (auto se_node = v.section(cl, p, "search"); se_node.IsMap()) {
       const auto sp = Values::join(p, "search");
       SloSearchSettings ss;
@@ -682,22 +700,37 @@ void apply_client_only_names(BenchmarkConfig& c, bool endpoint_given, bool api_g
 
 namespace {
 
-// A rate ramp sets the schedule itself; the search varies one case against --slo.
+// What a ramp (rate, or concurrency) cannot be combined with; empty: nothing.
+std::string ramp_clash(const BenchmarkConfig& c, bool concurrency) {
+  const auto& o = c.client;
+  const auto& kind = workload_kind(o.dataset);
+  if (o.search) return "--search (it sets each probe's load)";
+  if (concurrency && o.rate_ramp) return "--rate-ramp (one ramp per case)";
+  if (o.duration_s > 0) return "--duration (the ramp's SECONDS bound the case)";
+  if (concurrency && !c.env("NUM_PROMPTS").empty()) return "--num-prompts (the ramp's SECONDS bound the case)";
+  if (concurrency && (!c.env("CONC").empty() || !c.concurrency_sweep.empty() || !c.sweep_cases.empty()))
+    return "--concurrency (CONC; the ramp sets it)";
+  if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
+    return concurrency ? "--request-rate (a concurrency ramp refills each freed slot at once)"
+                       : "--request-rate (the ramp sets the rate)";
+  if (kind.fixed_schedule) return "dataset " + o.dataset + " (its timestamps set the schedule)";
+  if (kind.sessions)
+    return "dataset " + o.dataset +
+           (concurrency ? " (turns follow replies; --session-concurrency caps sessions)"
+                        : " (turns follow replies, not a schedule)");
+  return {};
+}
+
+// A ramp sets the load itself; the search varies one case against --slo.
 // Checked where the flags are applied (exit 2).
 void check_load_shape(const BenchmarkConfig& c) {
-  if (c.client.rate_ramp) {
-    const auto& o = c.client;
-    std::string clash;
-    if (o.search) clash = "--search (it sets the rate of each probe)";
-    else if (o.duration_s > 0) clash = "--duration (the ramp's SECONDS bound the case)";
-    else if (o.request_rates.size() != 1 || std::isfinite(o.request_rates.front()))
-      clash = "--request-rate (the ramp sets the rate)";
-    else if (workload_kind(o.dataset).needs_path && (o.dataset == "mooncake" || o.dataset == "timed_jsonl"))
-      clash = "dataset " + o.dataset + " (its timestamps set the schedule)";
-    else if (o.dataset == "synthetic_sessions" || o.dataset == "sharegpt_sessions")
-      clash = "dataset " + o.dataset + " (turns follow replies, not a schedule)";
-    if (!clash.empty())
-      throw Error(ErrorKind::kUsage, fmt::format("--rate-ramp '{}' cannot be combined with {}", o.rate_ramp->text, clash),
+  for (const auto* ramp : {&c.client.rate_ramp, &c.client.concurrency_ramp}) {
+    if (!*ramp) continue;
+    const bool concurrency = (*ramp)->concurrency;
+    if (auto clash = ramp_clash(c, concurrency); !clash.empty())
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("{} '{}' cannot be combined with {}", concurrency ? "--concurrency-ramp" : "--rate-ramp",
+                              (*ramp)->text, clash),
                   "", std::nullopt, "drop one of them");
   }
   if (!c.client.search) return;
@@ -848,6 +881,7 @@ void apply_flags(BenchmarkConfig& c, const BenchmarkFlags& f, bool from_yaml) {
     o.search = ss;
   }
   if (f.rate_ramp) o.rate_ramp = parse_rate_ramp(*f.rate_ramp, "--rate-ramp");
+  if (f.concurrency_ramp) o.concurrency_ramp = parse_concurrency_ramp(*f.concurrency_ramp, "--concurrency-ramp");
   if (f.slo_ttft_ms) o.slo.ttft_ms = *f.slo_ttft_ms;
   if (f.slo_tpot_ms) o.slo.tpot_ms = *f.slo_tpot_ms;
   if (f.slo_e2el_ms) o.slo.e2el_ms = *f.slo_e2el_ms;

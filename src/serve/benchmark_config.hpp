@@ -30,6 +30,16 @@ struct SessionSettings {
   int64_t num_sessions = 0;       // 0 = the case's NUM_PROMPTS
 };
 
+// Coding-agent sessions (dataset agentic_coding, client.agent; serve/sessions.hpp
+// AgenticSessionOptions says what each shapes). Turns, the system prompt's
+// length, think time and session counts come from SessionSettings.
+struct AgentSettings {
+  int64_t context_len = 4000, tool_result_len = 400, tool_call_len = 48;
+  int64_t subagents = 2, subagent_turns = 3, spawn_after_turn = 1;
+  double range_ratio = 0.5;
+  bool given = false;  // a client.agent key was set: refused for another dataset
+};
+
 struct ClientOptions {
   ApiKind api = ApiKind::kCompletions;
   std::string dataset = "random";  // a name in serve/workload.hpp's registry
@@ -40,8 +50,10 @@ struct ClientOptions {
   double duration_s = 0;  // > 0: time-bounded instead of NUM_PROMPTS
   GoodputSlo slo;
   std::vector<SloTerm> slo_terms;  // --slo / client.slo: each case met them or not
-  std::optional<SloSearchSettings> search;
-  std::optional<RateRamp> rate_ramp;  // --rate-ramp / client.rate_ramp: the rate changes during a case  // --search / client.search: the highest rate meeting slo_terms
+  std::optional<SloSearchSettings> search;  // --search / client.search: the highest rate meeting slo_terms
+  std::optional<RateRamp> rate_ramp;  // --rate-ramp / client.rate_ramp: the rate changes during a case
+  // --concurrency-ramp / client.concurrency_ramp: the cap on requests in flight changes during a case
+  std::optional<LoadRamp> concurrency_ramp;
   std::vector<double> percentiles{50, 90, 95, 99};
   uint64_t seed = 0;
   int32_t token_id_min = 100, token_id_max = 30000;
@@ -56,6 +68,7 @@ struct ClientOptions {
   std::string served_model_name;    // the `model` field; default: what /v1/models reports
   int64_t profile_num_prompts = 0;  // profiled window size; 0 = the whole case
   SessionSettings sessions;
+  AgentSettings agent;
   double trace_speedup = 1.0;  // recorded traffic: timestamps divided by this
 };
 
@@ -194,7 +207,7 @@ struct BenchmarkFlags {
   std::optional<double> trace_speedup;
   std::optional<uint64_t> seed;
   // SLO search (serve/slo_search.hpp).
-  std::optional<std::string> search, search_range, rate_ramp;
+  std::optional<std::string> search, search_range, rate_ramp, concurrency_ramp;
   std::optional<double> search_step, search_noise, search_max_time;
   std::optional<int64_t> search_repeats, search_max_repeats, search_max_probes;
   std::vector<std::string> extra_engine_args;

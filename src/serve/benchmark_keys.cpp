@@ -114,6 +114,9 @@ const Key& schema() {
              leaf("request_timeout_s"), leaf("served_model_name"), leaf("slo"), leaf("slo_ttft_ms"), leaf("slo_tpot_ms"),
              leaf("slo_e2el_ms"), leaf("turns"), leaf("system_prompt_len"), leaf("think_time"),
              leaf("session_header"), leaf("session_concurrency"), leaf("num_sessions"), leaf("trace_speedup"), leaf("rate_ramp"),
+             leaf("concurrency_ramp"),
+             node("agent", {leaf("context_len"), leaf("tool_result_len"), leaf("tool_call_len"), leaf("subagents"),
+                            leaf("subagent_turns"), leaf("spawn_after_turn"), leaf("range_ratio")}),
              node("search", {leaf("variable"), leaf("min"), leaf("max"), leaf("step"), leaf("repeats"),
                              leaf("max_repeats"), leaf("noise"), leaf("max_probes"), leaf("max_time_s")})})});
   return root;

@@ -79,6 +79,14 @@ struct PrefixCacheReport {
   std::string note;                         // why nothing was measured
 };
 
+// Speculative decoding over a case, from vLLM's counters (deltas):
+// acceptance rate = accepted / draft tokens; mean acceptance length =
+// 1 + accepted / drafts (the target model's token plus those accepted).
+struct SpecDecodeReport {
+  double drafts = 0, draft_tokens = 0, accepted_tokens = 0;
+  std::optional<double> acceptance_rate, mean_acceptance_length;
+};
+
 struct CaseReport {
   std::string label;  // CONC32_ISL1024_OSL512
   int64_t concurrency = 0, input_len = 0, output_len = 0;
@@ -90,7 +98,9 @@ struct CaseReport {
   size_t not_sent = 0;
   ClientOverhead client;
   std::optional<PrefixCacheReport> prefix_cache;
-  std::vector<RampWindow> ramp;  // --rate-ramp: each step's (or window's) requests
+  std::optional<SpecDecodeReport> spec_decode;  // the server exposes vLLM's spec_decode counters
+  std::vector<RampWindow> ramp;  // --rate-ramp, --concurrency-ramp: each step's (or window's) requests
+  bool ramp_concurrency = false;  // the ramp is --concurrency-ramp
   std::optional<SloResult> slo;  // --slo given: each term's value and whether the case met them
   std::filesystem::path raw_result_path;  // vLLM-layout result (written by the runner)
   std::filesystem::path requests_path;    // requests.jsonl

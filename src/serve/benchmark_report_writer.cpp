@@ -96,6 +96,19 @@ json case_json(const CaseReport& c) {
           {"raw_result_path", c.raw_result_path.string()},
           {"requests_path", c.requests_path.string()}};
   if (!turns.empty()) j["turns"] = std::move(turns);
+  if (const auto& rm = c.metrics.reasoning)
+    j["reasoning"] = {{"requests", rm->requests},
+                      {"reasoning_tokens", rm->reasoning_tokens},
+                      {"requests_with_output", rm->first_output.count},  // the rest only reasoned
+                      {"first_reasoning_token", stats_block(rm->first_reasoning)},
+                      {"first_output_token", stats_block(rm->first_output)}};
+  if (const auto& sd = c.spec_decode)
+    j["spec_decode"] = {{"drafts", sd->drafts},
+                        {"draft_tokens", sd->draft_tokens},
+                        {"accepted_tokens", sd->accepted_tokens},
+                        {"acceptance_rate", sd->acceptance_rate ? json(*sd->acceptance_rate) : json(nullptr)},
+                        {"mean_acceptance_length",
+                         sd->mean_acceptance_length ? json(*sd->mean_acceptance_length) : json(nullptr)}};
   if (const auto& pc = c.prefix_cache) {
     json p{{"pool", pc->plan.pool},
            {"prefix_len", pc->plan.prefix_len},
@@ -113,10 +126,14 @@ json case_json(const CaseReport& c) {
     json windows = json::array();
     for (const auto& w : c.ramp) {
       const auto& m = w.metrics;
-      json win{{"from_s", w.from_s},
-               {"to_s", w.to_s},
-               {"offered_rate", w.offered_rate},
-               {"requests", m.completed + m.failed},
+      json win{{"from_s", w.from_s}, {"to_s", w.to_s}};
+      if (c.ramp_concurrency) {
+        win["target_concurrency"] = w.target_concurrency;
+        win["mean_in_flight"] = w.mean_in_flight;
+      } else {
+        win["offered_rate"] = w.offered_rate;
+      }
+      win.update(json{{"requests", m.completed + m.failed},
                {"completed", m.completed},
                {"failed", m.failed},
                {"request_throughput", m.request_throughput},
@@ -124,7 +141,7 @@ json case_json(const CaseReport& c) {
                {"ttft_median_ms", m.ttft.median_ms},
                {"ttft_p99_ms", percentile_or_zero(m.ttft, 99)},
                {"tpot_median_ms", m.tpot.median_ms},
-               {"e2el_p99_ms", percentile_or_zero(m.e2el, 99)}};
+               {"e2el_p99_ms", percentile_or_zero(m.e2el, 99)}});
       if (w.slo) {
         json terms = json::array();
         for (const auto& ch : w.slo->checks)
@@ -459,11 +476,14 @@ std::string summary_text(const BenchmarkReport& r) {
       }
     for (const auto& c : r.cases) {
       if (c.ramp.empty()) continue;
-      out += fmt::format("\nRate ramp {}:\n  {:>13} {:>10} {:>8} {:>10} {:>14}{}\n", c.label, "window s", "offered",
-                         "sent", "req/s", "TTFT p50/p99", c.ramp.front().slo ? "  SLO" : "");
+      out += fmt::format("\n{} ramp {}:\n  {:>13} {:>10} {:>8} {:>10} {:>14}{}\n",
+                         c.ramp_concurrency ? "Concurrency" : "Rate", c.label, "window s",
+                         c.ramp_concurrency ? "in flight" : "offered", "sent", "req/s", "TTFT p50/p99",
+                         c.ramp.front().slo ? "  SLO" : "");
       for (const auto& w : c.ramp) {
         out += fmt::format("  {:>6.1f}-{:<6.1f} {:>10.2f} {:>8} {:>10.2f} {:>6.1f}/{:<7.1f}{}\n", w.from_s, w.to_s,
-                           w.offered_rate, w.metrics.completed + w.metrics.failed, w.metrics.request_throughput,
+                           c.ramp_concurrency ? w.target_concurrency : w.offered_rate,
+                           w.metrics.completed + w.metrics.failed, w.metrics.request_throughput,
                            w.metrics.ttft.median_ms, percentile_or_zero(w.metrics.ttft, 99),
                            w.slo ? (w.slo->met ? "  met" : "  NOT met") : "");
       }
@@ -489,6 +509,16 @@ std::string summary_text(const BenchmarkReport& r) {
       out += fmt::format("  Prefix cache hit rate: expected {:.3f}, measured {}\n", pc->plan.expected_hit_rate,
                          pc->measured_hit_rate ? fmt::format("{:.3f}", *pc->measured_hit_rate) : "n/a (" + pc->note + ")");
     }
+    if (const auto& rm = m.reasoning)
+      out += fmt::format("\nReasoning: {} requests, {} reasoning tokens; first reasoning token mean {:.2f} ms, "
+                         "first output token mean/p99 {:.2f} / {:.2f} ms\n",
+                         rm->requests, rm->reasoning_tokens, rm->first_reasoning.mean_ms, rm->first_output.mean_ms,
+                         percentile_or_zero(rm->first_output, 99));
+    if (const auto& sd = head->spec_decode)
+      out += fmt::format("Speculative decoding: acceptance rate {}, mean acceptance length {} ({:.0f} drafts)\n",
+                         sd->acceptance_rate ? fmt::format("{:.3f}", *sd->acceptance_rate) : "n/a",
+                         sd->mean_acceptance_length ? fmt::format("{:.2f}", *sd->mean_acceptance_length) : "n/a",
+                         sd->drafts);
     if (!m.by_turn.empty()) {
       out += "\nTTFT by turn (sessions):\n";
       for (const auto& t : m.by_turn)

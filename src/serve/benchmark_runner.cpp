@@ -305,10 +305,11 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
     ramp = ramp_schedule(*c.client.rate_ramp, c.client.burstiness, c.client.seed);
     n = std::max<size_t>(ramp.size(), 1);
   }
-  Workload workload = make_workload(c.client, w, c.client.duration_s > 0 ? std::max<size_t>(n, 1) : n);
+  const bool timed = c.client.duration_s > 0 || c.client.concurrency_ramp;
+  Workload workload = make_workload(c.client, w, timed ? std::max<size_t>(n, 1) : n);
   lo.prompts = std::move(workload.prompts);
   if (prefix) *prefix = workload.prefix;
-  lo.num_prompts = c.client.duration_s > 0 ? 0 : n;
+  lo.num_prompts = timed ? 0 : n;
   if (!workload.schedule_s.empty()) {
     lo.schedule_s = std::move(workload.schedule_s);
     lo.num_prompts = lo.schedule_s.size();
@@ -326,6 +327,10 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
     lo.session_header = c.client.sessions.header;
   }
   lo.duration_s = c.client.duration_s;
+  if (const auto& cr = c.client.concurrency_ramp) {
+    lo.duration_s = cr->duration_s;
+    lo.concurrency_changes = concurrency_changes(*cr);
+  }
   lo.arrivals.request_rate = w.request_rate;
   lo.arrivals.burstiness = c.client.burstiness;
   lo.arrivals.seed = c.client.seed;
@@ -339,12 +344,28 @@ LoadOptions load_options(const BenchmarkConfig& c, const WorkloadCase& w, size_t
   return lo;
 }
 
+// Speculative decoding over a case: vLLM's counters, before and after; none when not exposed.
+std::optional<SpecDecodeReport> measure_spec_decode(const PrometheusScrape& before, const PrometheusScrape& after) {
+  const char* draft_tokens = "vllm:spec_decode_num_draft_tokens";
+  if (!before.ok || !after.ok ||
+      std::none_of(after.samples.begin(), after.samples.end(),
+                   [&](const auto& kv) { return kv.first.rfind(draft_tokens, 0) == 0; }))
+    return std::nullopt;
+  auto delta = [&](const char* name) { return metric_total(after.samples, name) - metric_total(before.samples, name); };
+  SpecDecodeReport r;
+  r.drafts = delta("vllm:spec_decode_num_drafts_total");
+  r.draft_tokens = delta("vllm:spec_decode_num_draft_tokens_total");
+  r.accepted_tokens = delta("vllm:spec_decode_num_accepted_tokens_total");
+  if (r.draft_tokens > 0) r.acceptance_rate = r.accepted_tokens / r.draft_tokens;
+  if (r.drafts > 0) r.mean_acceptance_length = 1 + r.accepted_tokens / r.drafts;
+  return r;
+}
+
 // The prefix cache's hit rate over a case: vLLM's token counters, before and after.
 PrefixCacheReport measure_prefix_cache(const PrefixPlan& plan, const PrometheusScrape& before,
-                                       const Endpoint& endpoint) {
+                                       const PrometheusScrape& after) {
   PrefixCacheReport r;
   r.plan = plan;
-  auto after = scrape_metrics(endpoint);
   if (!before.ok || !after.ok) {
     r.note = "the server's /metrics could not be read: " + (before.ok ? after.error : before.error);
     return r;
@@ -505,10 +526,10 @@ class CaseRunner {
     CaptureThread captures;
     // After the warm-ups, just before the first measured send: the profiler's
     // POST first, so the GPU monitor's span does not include its wait.
-    PrometheusScrape prefix_before;
+    PrometheusScrape prefix_before;  // the server's counters (prefix cache, spec decode) before the case
     lo.on_measure_start = [&] {
-      // After the warm-ups, so the hit rate is the measured requests' own.
-      if (prefix) prefix_before = scrape_metrics(endpoint);
+      // After the warm-ups, so the hit rate and acceptance are the measured requests' own.
+      prefix_before = scrape_metrics(endpoint);
       if (scheduled) {
         captures.start([this, &endpoint, &captures] {
           return run_capture_schedule(endpoint, trace_dir(), c_.torch_profiler_settings, c_.framework,
@@ -524,6 +545,7 @@ class CaseRunner {
       std::cerr << fmt::format("case {}/{} {}: {} prompts, concurrency {}, rate {}\n", ci + 1,
                                ncases, dir_label.empty() ? w.label() : dir_label, n, w.concurrency, w.request_rate);
     auto result = run_load(lo);
+    if (c_.client.concurrency_ramp) n = result.records.size();  // the ramp's SECONDS bound it, not a count
     // run_load returns when the last measured request has finished (or the run
     // was stopped); a case that never reached its measured requests opened no span.
     if (monitor_) monitor_->measuring_end();
@@ -573,10 +595,16 @@ class CaseRunner {
     cr.not_sent = result.not_sent;
     cr.client.read_to_record = metric_stats(result.record_lag_s, {50, 99});
     cr.client.connections_opened = result.connections_opened;
-    if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, endpoint);
+    if (!result.server_died) {
+      const auto after = scrape_metrics(endpoint);
+      if (prefix) cr.prefix_cache = measure_prefix_cache(*prefix, prefix_before, after);
+      cr.spec_decode = measure_spec_decode(prefix_before, after);
+    }
     if (!c_.client.slo_terms.empty()) cr.slo = evaluate_slo(c_.client.slo_terms, cr.metrics);
-    if (c_.client.rate_ramp)
-      cr.ramp = ramp_windows(*c_.client.rate_ramp, result.records, mi.percentiles, mi.slo, c_.client.slo_terms);
+    if (const auto& ramp = c_.client.rate_ramp ? c_.client.rate_ramp : c_.client.concurrency_ramp) {
+      cr.ramp = ramp_windows(*ramp, result.records, mi.percentiles, mi.slo, c_.client.slo_terms);
+      cr.ramp_concurrency = ramp->concurrency;
+    }
     cr.raw_result_path = case_dir / "benchmark_serving_result.json";
     cr.requests_path = case_dir / "requests.jsonl";
     write_raw_result(cr, result.records, w, model_field);

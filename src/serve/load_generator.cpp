@@ -46,13 +46,16 @@ class Run {
     infinite_rate_ = std::isinf(o_.arrivals.request_rate);
     if (sessions_mode()) {
       if (o_.duration_s > 0) throw Error(ErrorKind::kUsage, "a session workload runs a number of sessions, not a duration");
-      offsets_ = arrival_offsets(o_.sessions.size(), o_.arrivals);  // session starts
+      index_sessions();
+      offsets_ = arrival_offsets(roots_.size(), o_.arrivals);  // top-level session starts
       sessions_.resize(o_.sessions.size());
     } else if (!o_.schedule_s.empty()) {
       if (o_.duration_s > 0) throw Error(ErrorKind::kUsage, "a recorded schedule is bounded by its own length");
       offsets_ = o_.schedule_s;
     } else if (o_.duration_s > 0) {
-      if (infinite_rate_ && o_.max_concurrency == 0)
+      if (!o_.concurrency_changes.empty() && !infinite_rate_)
+        throw Error(ErrorKind::kUsage, "a concurrency ramp refills freed slots at once: it takes no request rate");
+      if (infinite_rate_ && o_.max_concurrency == 0 && o_.concurrency_changes.empty())
         throw Error(ErrorKind::kUsage,
                     "a duration-bounded run at rate inf needs --max-concurrency");
       if (!infinite_rate_) offsets_ = arrival_offsets_for(o_.duration_s, o_.arrivals);
@@ -119,7 +122,8 @@ class Run {
     if (stopping_) return;
     auto now = Clock::now();
     if (duration_mode() && infinite_rate_) {
-      while (in_flight_ < o_.max_concurrency && now < end_) {
+      follow_ramp(now);
+      while (in_flight_ < cap() && now < end_) {
         enqueue(Pending{next_++, secs(now - t0_).count(), false, now});
       }
       return;  // completions refill
@@ -134,16 +138,38 @@ class Run {
         return;
       }
       if (sessions_mode())
-        session_arrives(next_, due);
+        session_arrives(roots_[next_], due);
       else
         enqueue(Pending{next_, offsets_[next_], false, due});
       ++next_;
     }
   }
 
+  // The cap on requests in flight now: the concurrency ramp's, else max_concurrency (0 = none).
+  size_t cap() const {
+    if (phase_ == Phase::kMeasure && !o_.concurrency_changes.empty())
+      return static_cast<size_t>(o_.concurrency_changes[ramp_step_].second);
+    return o_.max_concurrency == 0 ? SIZE_MAX : o_.max_concurrency;
+  }
+
+  // A concurrency ramp: move to the step that holds `now`, and wake at the next
+  // one (a raised cap is filled then, not at the next completion).
+  void follow_ramp(Clock::time_point now) {
+    const auto& ch = o_.concurrency_changes;
+    if (ch.empty()) return;
+    const double t = secs(now - t0_).count();
+    while (ramp_step_ + 1 < ch.size() && ch[ramp_step_ + 1].first <= t) ++ramp_step_;
+    if (ramp_step_ + 1 >= ch.size() || armed_step_ == ramp_step_ + 1) return;
+    armed_step_ = ramp_step_ + 1;
+    arrival_.expires_at(t0_ + std::chrono::duration_cast<Clock::duration>(secs(ch[armed_step_].first)));
+    arrival_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) dispatch();
+    });
+  }
+
   void enqueue(Pending p) {
     if (p.ready == Clock::time_point{}) p.ready = Clock::now();
-    if (o_.max_concurrency == 0 || in_flight_ < o_.max_concurrency) {
+    if (in_flight_ < cap()) {
       launch(p, 0.0);
     } else {
       waiting_.push_back(p);
@@ -159,11 +185,46 @@ class Run {
     }
   }
 
+  // Top-level sessions (started on the arrival schedule) and each parent's sub-agents.
+  void index_sessions() {
+    children_.assign(o_.sessions.size(), {});
+    for (size_t s = 0; s < o_.sessions.size(); ++s) {
+      const auto& ss = o_.sessions[s];
+      if (ss.parent < 0) {
+        roots_.push_back(s);
+        continue;
+      }
+      const auto p = static_cast<size_t>(ss.parent);
+      if (p >= s || ss.spawn_after_turn >= o_.sessions[p].turns.size())
+        throw Error(ErrorKind::kInternal,
+                    fmt::format("session {}: its parent {} must come before it and have turn {}", s, p,
+                                ss.spawn_after_turn));
+      children_[p].push_back(s);
+    }
+  }
+
   void start_session(size_t s, Clock::time_point ready) {
     ++active_sessions_;
-    if (!o_.sessions[s].system_prompt.empty())
+    // A sub-agent's history is its parent's, copied when it was spawned.
+    if (o_.sessions[s].parent < 0 && !o_.sessions[s].system_prompt.empty())
       sessions_[s].history.push_back({"system", o_.sessions[s].system_prompt});
     send_turn(s, ready);
+  }
+
+  // The parent's turn `turn` has its reply: its sub-agents for that turn start now.
+  void spawn_children(size_t parent, size_t turn, Clock::time_point now) {
+    for (size_t c : children_[parent]) {
+      if (o_.sessions[c].spawn_after_turn != turn) continue;
+      sessions_[c].history = sessions_[parent].history;
+      session_arrives(c, now);
+    }
+  }
+
+  // A session that will not run (its parent failed first): its turns, and its own sub-agents', are not sent.
+  void abandon(size_t s) {
+    skipped_turns_ += o_.sessions[s].turns.size();
+    ++sessions_done_;
+    for (size_t c : children_[s]) abandon(c);
   }
 
   // The turn's request: the whole history, then the new user message.
@@ -187,8 +248,14 @@ class Run {
   void turn_done(const TurnRequest& t, bool ok, std::string reply) {
     auto& st = sessions_[t.session];
     const auto& turns = o_.sessions[t.session].turns;
-    if (ok && t.turn + 1 < turns.size()) {
+    if (ok) {
       st.history.push_back({"assistant", std::move(reply)});
+      if (!children_[t.session].empty()) spawn_children(t.session, t.turn, Clock::now());
+    } else {
+      for (size_t c : children_[t.session])
+        if (o_.sessions[c].spawn_after_turn >= t.turn) abandon(c);
+    }
+    if (ok && t.turn + 1 < turns.size()) {
       st.next_turn = t.turn + 1;
       if (!st.think) st.think = std::make_unique<boost::asio::steady_timer>(io_);
       auto ready = Clock::now() + std::chrono::duration_cast<Clock::duration>(secs(turns[st.next_turn].think_s));
@@ -221,6 +288,7 @@ class Run {
       live->reader.keep_text();
       r.session = static_cast<int64_t>(p.turn->session);
       r.turn = static_cast<int32_t>(p.turn->turn);
+      r.parent_session = o_.sessions[p.turn->session].parent;
       r.prompt_len = p.turn->prompt_len;
       r.expected_output_len = p.turn->output_len;
       body = &p.turn->body;
@@ -258,8 +326,14 @@ class Run {
     h.on_done = [this, live](const StreamEnd& end) { completed(*live, end); };
     std::vector<std::pair<std::string, std::string>> headers;
     if (p.turn && !o_.session_header.empty())
-      headers.emplace_back(o_.session_header, fmt::format("session-{}", p.turn->session));
+      headers.emplace_back(o_.session_header, fmt::format("session-{}", root_of(p.turn->session)));
     client_.post(target_, *body, o_.request_timeout, std::move(h), headers);
+  }
+
+  // Sub-agents carry their top-level session's id, so a server routing by it keeps them beside their prefix.
+  size_t root_of(size_t s) const {
+    while (o_.sessions[s].parent >= 0) s = static_cast<size_t>(o_.sessions[s].parent);
+    return s;
   }
 
   void completed(Live& live, const StreamEnd& end) {
@@ -378,6 +452,8 @@ class Run {
   std::vector<double> offsets_;
   std::deque<Pending> waiting_;
   std::vector<SessionState> sessions_;
+  std::vector<size_t> roots_;                 // sessions started on the arrival schedule
+  std::vector<std::vector<size_t>> children_;  // each session's sub-agents
   std::deque<std::pair<size_t, Clock::time_point>> waiting_sessions_;
   size_t active_sessions_ = 0, sessions_done_ = 0, turns_sent_ = 0, turn_index_ = 0,
          skipped_turns_ = 0;
@@ -385,6 +461,7 @@ class Run {
   bool infinite_rate_ = true;
   bool stopping_ = false, interrupted_ = false;
   size_t next_ = 0, in_flight_ = 0, failed_ = 0;
+  size_t ramp_step_ = 0, armed_step_ = 0;  // concurrency ramp: the step in force, the one a timer waits for
   Clock::time_point t0_{}, end_{}, last_done_{}, last_progress_{};
   LoadResult result_;
 };

@@ -36,6 +36,9 @@ struct LoadOptions {
   size_t max_sessions = 0;
   std::string session_header;  // when set, every request carries NAME: session id
   size_t max_concurrency = 0;  // 0 = unbounded
+  // A concurrency ramp (duration_s > 0 at rate inf): from each (second, cap)
+  // on, at most cap requests in flight; replaces max_concurrency.
+  std::vector<std::pair<double, int64_t>> concurrency_changes;
   size_t warmups = 0;          // sent first (first prompt, same cap), not measured
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
   std::function<void(const RequestRecord&)> on_record;  // each finished request, as it finishes

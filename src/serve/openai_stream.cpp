@@ -19,7 +19,8 @@ struct EventFacts {
   std::string* text = nullptr;  // the reply's text is kept here when set (sessions)
   bool has_error = false;
   std::string error;
-  int64_t completion_tokens = -1, prompt_tokens = -1;
+  int64_t completion_tokens = -1, prompt_tokens = -1, reasoning_tokens = -1;
+  bool reasoning = false, content = false;  // the chunk carries reasoning text, answer text
 };
 
 size_t string_length(sj::value v, std::string* keep) {
@@ -38,7 +39,9 @@ bool read_choice(sj::value v, EventFacts& f) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return false;
     if (key == "text") {
-      f.text_chars += string_length(field.value(), f.text);
+      const size_t n = string_length(field.value(), f.text);
+      f.text_chars += n;
+      f.content |= n > 0;
     } else if (key == "delta") {
       sj::object d;
       if (field.value().get_object().get(d)) continue;
@@ -48,10 +51,15 @@ bool read_choice(sj::value v, EventFacts& f) {
         std::string_view dk;
         if (df.unescaped_key().get(dk)) return false;
         // The reply a session's next turn sends back is its content, not its reasoning.
-        if (dk == "content")
-          f.text_chars += string_length(df.value(), f.text);
-        else if (dk == "reasoning" || dk == "reasoning_content")
-          f.text_chars += string_length(df.value(), nullptr);
+        if (dk == "content") {
+          const size_t n = string_length(df.value(), f.text);
+          f.text_chars += n;
+          f.content |= n > 0;
+        } else if (dk == "reasoning" || dk == "reasoning_content") {
+          const size_t n = string_length(df.value(), nullptr);
+          f.text_chars += n;
+          f.reasoning |= n > 0;
+        }
       }
     }
   }
@@ -101,6 +109,11 @@ bool read_event(std::string& data, EventFacts& f) {
           f.completion_tokens = n;
         else if (uk == "prompt_tokens" && !uf.value().get_int64().get(n))
           f.prompt_tokens = n;
+        else if (uk == "completion_tokens_details") {
+          sj::object d;
+          if (uf.value().get_object().get(d)) continue;  // null
+          if (!d.find_field_unordered("reasoning_tokens").get_int64().get(n)) f.reasoning_tokens = n;
+        }
       }
     } else if (key == "choices") {
       sj::array a;
@@ -142,6 +155,12 @@ bool OpenAiStreamReader::on_event(SseEvent& event) {
   }
   if (f.completion_tokens >= 0) completion_tokens_ = f.completion_tokens;
   if (f.prompt_tokens >= 0) prompt_tokens_ = f.prompt_tokens;
+  if (f.reasoning_tokens >= 0) reasoning_tokens_ = f.reasoning_tokens;
+  if (f.reasoning) {
+    ++reasoning_chunks_;
+    if (!first_reasoning_) first_reasoning_ = event.first_byte;
+  }
+  if (f.content && !first_content_) first_content_ = event.first_byte;
   if (f.has_choice) {
     chunk_times_.push_back(event.first_byte);
     output_chars_ += f.text_chars;
@@ -160,6 +179,10 @@ void OpenAiStreamReader::finish(Clock::time_point start, bool parser_has_partial
   record.output_tokens = completion_tokens_;
   record.usage_prompt_tokens = prompt_tokens_;
   record.output_chars = output_chars_;
+  record.reasoning_chunks = reasoning_chunks_;
+  record.reasoning_tokens = reasoning_tokens_;
+  if (first_reasoning_) record.first_reasoning_s = secs(*first_reasoning_ - start).count();
+  if (first_content_) record.first_content_s = secs(*first_content_ - start).count();
   if (!chunk_times_.empty()) {
     record.ttft = secs(chunk_times_.front() - start).count();
     record.latency = secs(chunk_times_.back() - start).count();

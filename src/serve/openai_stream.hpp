@@ -34,6 +34,9 @@ class OpenAiStreamReader {
   bool per_chunk_usage_ = true;  // every choice chunk carried usage (continuous usage stats)
   int64_t completion_tokens_ = -1, prompt_tokens_ = -1;
   size_t output_chars_ = 0;
+  // Reasoning models: when the first reasoning and the first answer text came, and how much reasoning.
+  std::optional<Clock::time_point> first_reasoning_, first_content_;
+  int64_t reasoning_chunks_ = 0, reasoning_tokens_ = -1;
   bool keep_text_ = false;
   std::string text_;
   bool done_ = false;

@@ -48,9 +48,16 @@ nlohmann::json RequestRecord::to_json() const {
   if (session >= 0) {
     j["session"] = session;
     j["turn"] = turn;
+    if (parent_session >= 0) j["parent_session"] = parent_session;
   }
   if (http_status) j["http_status"] = http_status;
   if (usage_prompt_tokens >= 0) j["usage_prompt_tokens"] = usage_prompt_tokens;
+  if (reasoning_chunks > 0 || reasoning_tokens >= 0) {
+    j["reasoning_chunks"] = reasoning_chunks;
+    if (reasoning_tokens >= 0) j["reasoning_tokens"] = reasoning_tokens;
+    if (first_reasoning_s >= 0) j["first_reasoning_s"] = first_reasoning_s;
+    if (first_content_s >= 0) j["first_output_s"] = first_content_s;
+  }
   if (!success) {
     j["failure"] = to_string(failure);
     j["error"] = error;

@@ -27,6 +27,7 @@ struct RequestRecord {
   bool warmup = false;
   int64_t session = -1;  // session workloads: which session, and its turn (0-based)
   int32_t turn = -1;
+  int64_t parent_session = -1;  // a sub-agent's parent session (dataset agentic_coding)
   bool success = false;
   FailureReason failure = FailureReason::kNone;
   std::string error;
@@ -43,6 +44,11 @@ struct RequestRecord {
   double overhead_s = 0;   // start - scheduled - queue: the client's own lateness
   double ttft = 0;
   double latency = 0;                 // E2EL: last choice-bearing chunk - start
+  // Reasoning models (delta.reasoning_content / delta.reasoning): seconds from
+  // start to the first reasoning text and to the first answer text (-1: none
+  // came); chunks carrying reasoning, and usage's reasoning_tokens (-1: not sent).
+  double first_reasoning_s = -1, first_content_s = -1;
+  int64_t reasoning_chunks = 0, reasoning_tokens = -1;
   std::vector<double> itl;            // per chunk
   std::vector<int32_t> chunk_tokens;  // per chunk when the server reports usage per chunk
 

@@ -132,6 +132,21 @@ ServingMetrics compute_metrics(const MetricsInput& in) {
   lateness.reserve(records.size());
   for (const auto& r : records) lateness.push_back(std::max(0.0, r.start_s - r.scheduled_s));
   m.send_lateness = metric_stats(std::move(lateness), in.percentiles);
+  // Reasoning: the first reasoning and the first answer token apart (TTFT is whichever came first).
+  ReasoningMetrics rm;
+  std::vector<double> first_reasoning, first_output;
+  for (const auto& r : records) {
+    if (!r.success || (r.reasoning_chunks == 0 && r.reasoning_tokens < 0)) continue;
+    ++rm.requests;
+    rm.reasoning_tokens += r.reasoning_tokens >= 0 ? r.reasoning_tokens : r.reasoning_chunks;
+    if (r.first_reasoning_s >= 0) first_reasoning.push_back(r.first_reasoning_s);
+    if (r.first_content_s >= 0) first_output.push_back(r.first_content_s);
+  }
+  if (rm.requests > 0) {
+    rm.first_reasoning = metric_stats(std::move(first_reasoning), in.percentiles);
+    rm.first_output = metric_stats(std::move(first_output), in.percentiles);
+    m.reasoning = std::move(rm);
+  }
   // TTFT by turn index: where a prefix cache shows (later turns resend a cached history).
   std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> turns;  // ttft, input
   std::map<int32_t, size_t> turn_failed;

@@ -36,6 +36,14 @@ struct TurnMetrics {
   MetricStats ttft;
 };
 
+// Reasoning models: requests whose stream carried reasoning text.
+struct ReasoningMetrics {
+  size_t requests = 0;               // successful requests with reasoning
+  int64_t reasoning_tokens = 0;      // usage's reasoning_tokens, else reasoning chunks, summed
+  MetricStats first_reasoning;       // start -> the first reasoning text
+  MetricStats first_output;          // start -> the first answer text (the time to first output token)
+};
+
 struct ServingMetrics {
   double duration_s = 0;
   size_t completed = 0, failed = 0;
@@ -50,6 +58,7 @@ struct ServingMetrics {
   // queueing on the concurrency cap included): a fixed schedule's accuracy.
   MetricStats send_lateness;
   std::vector<TurnMetrics> by_turn;  // empty unless the records carry turns
+  std::optional<ReasoningMetrics> reasoning;  // set when some request streamed reasoning
   std::map<std::string, size_t> failures_by_reason;
   std::vector<double> percentiles;
   bool has_goodput = false;

@@ -139,6 +139,61 @@ std::vector<Session> synthetic_sessions(const SyntheticSessionOptions& o) {
   return sessions;
 }
 
+std::vector<Session> agentic_sessions(const AgenticSessionOptions& o) {
+  auto at_least = [](int64_t v, int64_t min, const char* key) {
+    if (v < min)
+      throw Error(ErrorKind::kUsage, fmt::format("client.agent.{} is {}; it must be at least {}", key, v, min));
+  };
+  at_least(o.turns, 1, "turns (--turns)");
+  at_least(o.system_prompt_len, 0, "system_prompt_len");
+  at_least(o.context_len, 1, "context_len");
+  at_least(o.tool_result_len, 1, "tool_result_len");
+  at_least(o.tool_call_len, 1, "tool_call_len");
+  at_least(o.subagents, 0, "subagents");
+  at_least(o.subagent_turns, 1, "subagent_turns");
+  at_least(o.spawn_after_turn, 0, "spawn_after_turn");
+  if (o.subagents > 0 && o.spawn_after_turn >= o.turns)
+    throw Error(ErrorKind::kUsage,
+                fmt::format("client.agent.spawn_after_turn {} is not one of a parent's {} turns (0-based)",
+                            o.spawn_after_turn, o.turns),
+                "", std::nullopt, "lower it, or raise client.turns");
+  std::mt19937_64 rng(o.seed);
+  auto draw_len = [&](int64_t len) {
+    auto lo = static_cast<int64_t>(static_cast<double>(len) * (1 - o.range_ratio));
+    auto hi = static_cast<int64_t>(static_cast<double>(len) * (1 + o.range_ratio));
+    return std::uniform_int_distribution<int64_t>(std::max<int64_t>(1, lo), std::max<int64_t>(1, hi))(rng);
+  };
+  auto turn = [&](const std::string& head, int64_t len, bool first) {
+    SessionTurn t;
+    t.new_tokens = draw_len(len);
+    t.text = head + random_words(t.new_tokens, rng);
+    t.output_len = o.output_len ? *o.output_len : draw_len(o.tool_call_len);
+    t.think_s = first ? 0.0 : o.think_time.draw(rng);
+    return t;
+  };
+  const std::string system = o.system_prompt_len > 0 ? random_words(o.system_prompt_len, rng) : "";
+  std::vector<Session> out;
+  for (size_t i = 0; i < o.num_sessions; ++i) {
+    Session parent;
+    parent.system_prompt = system;
+    parent.turns.push_back(turn(fmt::format("Task {}. Repository context:\n", i), o.context_len, true));
+    for (int64_t t = 1; t < o.turns; ++t)
+      parent.turns.push_back(turn(fmt::format("Tool result {}:\n", t), o.tool_result_len, false));
+    const auto parent_index = static_cast<int64_t>(out.size());
+    out.push_back(std::move(parent));
+    for (int64_t a = 0; a < o.subagents; ++a) {
+      Session sub;
+      sub.parent = parent_index;
+      sub.spawn_after_turn = static_cast<size_t>(o.spawn_after_turn);
+      sub.turns.push_back(turn(fmt::format("Sub-agent {}: take part {} of the task.\n", a, a), o.tool_result_len, true));
+      for (int64_t t = 1; t < o.subagent_turns; ++t)
+        sub.turns.push_back(turn(fmt::format("Tool result {}:\n", t), o.tool_result_len, false));
+      out.push_back(std::move(sub));
+    }
+  }
+  return out;
+}
+
 ShareGptSessions sharegpt_sessions(const std::filesystem::path& path, const ShareGptSessionOptions& o) {
   auto buffer = read_file(path);
   auto j = nlohmann::json::parse(buffer.view(), nullptr, false);

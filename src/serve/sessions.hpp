@@ -37,6 +37,12 @@ struct SessionTurn {
 struct Session {
   std::string system_prompt;  // empty = none
   std::vector<SessionTurn> turns;
+  // A sub-agent (parent >= 0, an earlier session): starts when the parent's
+  // turn `spawn_after_turn` has its reply, with the parent's whole history so
+  // far as its own first messages, so it shares the parent's prefix (its
+  // system_prompt is unused). Not started when the parent fails before then.
+  int64_t parent = -1;
+  size_t spawn_after_turn = 0;
 };
 
 // The request a turn sends: chat messages, and for the completions API the
@@ -54,6 +60,30 @@ struct SyntheticSessionOptions {
   uint64_t seed = 0;
 };
 std::vector<Session> synthetic_sessions(const SyntheticSessionOptions& options);
+
+// Coding-agent sessions (dataset agentic_coding): one system prompt (the
+// agent's instructions) shared by every session; a first turn with the task
+// and the repository context; then tool results as the new messages of each
+// later turn, each answered by a short, tool-call-sized output; and sub-agents
+// that start after a parent's turn with the parent's history as their prefix.
+// Lengths are words (about one token each), uniform within ±range_ratio.
+struct AgenticSessionOptions {
+  size_t num_sessions = 0;          // parent sessions; each adds `subagents` more
+  int64_t turns = 8;                // a parent's turns
+  int64_t system_prompt_len = 1500;
+  int64_t context_len = 4000;       // the first turn's task and repository context
+  int64_t tool_result_len = 400;    // each later turn's new message
+  int64_t tool_call_len = 48;       // every turn's max_tokens (± range_ratio)
+  std::optional<int64_t> output_len;  // given (OSL): every turn's max_tokens, exactly
+  int64_t subagents = 2;
+  int64_t subagent_turns = 3;
+  int64_t spawn_after_turn = 1;     // 0-based parent turn after whose reply the sub-agents start
+  double range_ratio = 0.5;
+  ThinkTime think_time;             // tool latency between a reply and the next turn
+  uint64_t seed = 0;
+};
+// Parents and their sub-agents in one list, each parent followed by its own.
+std::vector<Session> agentic_sessions(const AgenticSessionOptions& options);
 
 struct ShareGptSessionOptions {
   size_t num_sessions = 0;            // 0 = all

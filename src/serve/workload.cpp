@@ -105,6 +105,29 @@ Workload sharegpt_sessions_workload(const ClientOptions& o, const WorkloadCase& 
   return out;
 }
 
+Workload agentic_workload(const ClientOptions& o, const WorkloadCase& w, size_t count) {
+  AgenticSessionOptions s;
+  s.num_sessions = session_count(o, count);
+  if (o.sessions.turns > 0) s.turns = o.sessions.turns;
+  if (o.sessions.system_prompt_len > 0) s.system_prompt_len = o.sessions.system_prompt_len;
+  const auto& a = o.agent;
+  s.context_len = a.context_len;
+  s.tool_result_len = a.tool_result_len;
+  s.tool_call_len = a.tool_call_len;
+  // A given OSL (--output-len) is every turn's max_tokens, as for the other session workloads.
+  if (w.output_len_given) s.output_len = w.output_len;
+  s.subagents = a.subagents;
+  s.subagent_turns = a.subagent_turns;
+  s.spawn_after_turn = a.spawn_after_turn;
+  s.range_ratio = a.range_ratio;
+  s.think_time = parse_think_time(o.sessions.think_time, "--think-time");
+  s.seed = o.seed;
+  Workload out;
+  out.sessions = agentic_sessions(s);
+  out.prompts.push_back(session_warmup(16, s.output_len.value_or(s.tool_call_len)));
+  return out;
+}
+
 Workload mooncake_workload(const ClientOptions& o, const WorkloadCase& w, size_t count) {
   TraceReplayOptions t;
   t.token_id_min = o.token_id_min;
@@ -165,6 +188,10 @@ const std::vector<WorkloadKind>& workload_kinds() {
                  false, true, false, true, false, synthetic_sessions_workload});
     k.push_back({"sharegpt_sessions", "every human turn of each ShareGPT conversation, as sessions", true,
                  false, true, false, false, false, sharegpt_sessions_workload});
+    k.push_back({"agentic_coding",
+                 "coding-agent sessions: long growing contexts, tool-call-sized outputs, sub-agents on the "
+                 "parent's prefix (client.agent)",
+                 false, false, true, false, false, false, agentic_workload});
     k.push_back({"mooncake", "recorded traffic: Mooncake JSONL replayed on its timestamps", true, true, false,
                  true, false, false, mooncake_workload});
     k.push_back({"timed_jsonl", "recorded traffic: JSONL prompts each with a \"timestamp\" (ms), replayed on it",
@@ -208,6 +235,8 @@ std::vector<std::string> check_workload_knobs(const ClientOptions& o, const std:
                 "add --prefix-pool N: the reuse is the fraction of requests that start with one of N prefixes");
   if (o.token_id_max_given && !k.token_ids)
     refuse("--token-id-max (client.token_id_max)", "drop it: this dataset sends text");
+  if (o.agent.given && std::string(k.name) != "agentic_coding")
+    refuse("client.agent", "use dataset agentic_coding, or drop the agent: section");
   const auto& se = o.sessions;
   if (!k.sessions) {
     const char* given = se.turns ? "--turns (client.turns)"

@@ -453,7 +453,7 @@ def test_benchmark_against_vllm_with_progress(vllm_server, tiny_model, target, t
 
 
 def test_benchmark_slo_search_and_rate_ramp(target, store_env, tmp_path):
-    """`slo`, `search` and `rate_ramp`, named as the YAML's client keys, against the timed stub with
+    """`slo`, `search`, `rate_ramp` and `concurrency_ramp`, named as the YAML's client keys, against the timed stub with
     2 slots (tests/e2e/test_slo_search.py: a request holds a slot 160 ms; TTFT 100 ms unqueued):
     a concurrency search finds 2 passing and 3 failing, and the store records the knee's figures."""
     from test_serving_keys import start_stub
@@ -481,6 +481,13 @@ def test_benchmark_slo_search_and_rate_ramp(target, store_env, tmp_path):
         (case,) = check_result(result, tool)["report"]["cases"]
         assert [w["offered_rate"] for w in case["ramp"]] == [10, 20], case["ramp"]
         assert all("slo" in w for w in case["ramp"])
+
+        # A concurrency ramp of two 1-second steps: 1 in flight (unqueued), then 4 on the 2 slots (queued).
+        args = {**base, "concurrency_ramp": "steps:1,4,2,2", "slo": "ttft_p90<=180ms"}
+        result, tool = run(call(target, "benchmark", args))
+        (case,) = check_result(result, tool)["report"]["cases"]
+        assert [w["target_concurrency"] for w in case["ramp"]] == [1, 4], case["ramp"]
+        assert [w["slo"]["met"] for w in case["ramp"]] == [True, False], case["ramp"]
 
         # Refused with the reason, never dropped: a search without SLOs, a ramp with a search.
         for bad, says in ((dict(base, search={"min": 1, "max": 4}), "needs SLOs to meet"),

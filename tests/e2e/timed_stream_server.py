@@ -55,7 +55,20 @@ from.
 
     python3 timed_stream_server.py --ttft-ms 200 --itl-ms 50 [--port 0]
         [--model NAME] [--words-are-tokens] [--log FILE] [--prefill-ms-per-token X] [--chat] [--slots N]
-        [--wrong-fraction F] [--profile-trace FILE [--profile-lose K]]
+        [--wrong-fraction F] [--profile-trace FILE [--profile-lose K]] [--reasoning-tokens R]
+        [--spec-decode K,A]
+Reasoning (--reasoning-tokens R, chat): the first R tokens of every chat
+stream are reasoning, sent as delta.reasoning_content (as vLLM's reasoning
+parsers send them), the rest delta.content; usage counts all of them and says
+completion_tokens_details.reasoning_tokens = R. So the first answer token
+comes at T0 + R*G, the first reasoning token at T0.
+
+Speculative decoding (--spec-decode K,A): /metrics also carries vLLM's
+counters vllm:spec_decode_num_drafts_total, _num_draft_tokens_total and
+_num_accepted_tokens_total, as if every generated token were one draft of K
+tokens of which A were accepted: acceptance rate A/K, mean acceptance length
+1 + A.
+
 With --profile-trace, POST /start_profile and /stop_profile answer as vLLM's
 profiler routes do: each stop copies FILE into $VLLM_TORCH_PROFILER_DIR as
 that capture's trace (named with the start body's profile_prefix), except
@@ -131,6 +144,8 @@ class TimedStreamServer:
         self.slots = asyncio.Semaphore(slots) if slots else None
         self.wrong_fraction = wrong_fraction
         self.profile_trace, self.profile_lose, self.profile_stops, self.profile_prefix = None, 0, 0, "stub"
+        self.reasoning_tokens = 0
+        self.spec_decode = None  # (K, A): draft tokens and accepted tokens per generated token
 
     async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         try:
@@ -192,6 +207,11 @@ class TimedStreamServer:
         if path == "/metrics":
             text = (f"timed_stub:request_success_total {self.requests}\n"
                     f"timed_stub:generation_tokens_total {self.tokens}\n")
+            if self.spec_decode:
+                k, a = self.spec_decode
+                text += (f'vllm:spec_decode_num_drafts_total{{engine="0"}} {self.tokens}\n'
+                         f'vllm:spec_decode_num_draft_tokens_total{{engine="0"}} {k * self.tokens}\n'
+                         f'vllm:spec_decode_num_accepted_tokens_total{{engine="0"}} {a * self.tokens}\n')
             return plain("200 OK", text.encode(), "text/plain; version=0.0.4")
         return plain("404 Not Found", b'{"error": "not found"}')
 
@@ -258,10 +278,13 @@ class TimedStreamServer:
         if self.cache is not None:
             cached = self.cache.cached(tokens)
             prefill_s = self.prefill_s_per_token * (len(tokens) - cached)
-        word = (lambda k: f" r{self.requests}t{k}") if self.cache is not None else (lambda k: f" t{k}")
+        # The request's own number, bound now: self.requests moves on as other requests arrive.
+        word = (lambda k, n=self.requests: f" r{n}t{k}") if self.cache is not None else (lambda k: f" t{k}")
 
         def usage(completion: int):
             u = {"completion_tokens": completion}
+            if chat and self.reasoning_tokens:
+                u["completion_tokens_details"] = {"reasoning_tokens": min(completion, self.reasoning_tokens)}
             if prompt_tokens is not None:
                 u.update(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens + completion)
             return u
@@ -292,7 +315,8 @@ class TimedStreamServer:
             finish = None if k + 1 < n else ("length" if ignore_eos or n == max_tokens else "stop")
             if chat:
                 event = {"id": rid, "object": "chat.completion.chunk", "created": 0, "model": req.get("model"),
-                         "choices": [{"index": 0, "delta": {"content": word(k)}, "logprobs": None,
+                         "choices": [{"index": 0, "delta": {"reasoning_content" if k < self.reasoning_tokens
+                                                            else "content": word(k)}, "logprobs": None,
                                       "finish_reason": finish}],
                          "usage": usage(k + 1) if continuous else None}
             else:
@@ -354,11 +378,14 @@ async def main(argv=None):
     ap.add_argument("--wrong-fraction", type=float, default=None)
     ap.add_argument("--profile-trace")
     ap.add_argument("--profile-lose", type=int, default=0)
+    ap.add_argument("--reasoning-tokens", type=int, default=0)
+    ap.add_argument("--spec-decode", type=lambda v: tuple(int(x) for x in v.split(",")), default=None)
     a = ap.parse_args(argv)
     stub = TimedStreamServer(a.ttft_ms / 1e3, a.itl_ms / 1e3, a.model, a.words_are_tokens, a.log,
                              None if a.prefill_ms_per_token is None else a.prefill_ms_per_token / 1e3, a.chat, a.slots,
                              a.wrong_fraction)
     stub.profile_trace, stub.profile_lose = a.profile_trace, a.profile_lose
+    stub.reasoning_tokens, stub.spec_decode = a.reasoning_tokens, a.spec_decode
     server = await asyncio.start_server(stub.serve_connection, "127.0.0.1", a.port, backlog=1024)
     print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
     async with server:

@@ -238,6 +238,74 @@ TEST(LoadGenerator, SessionsSendTurnsInOrderAndAFailedTurnEndsItsSession) {
   EXPECT_EQ(m.by_turn[2].completed, 2u);
 }
 
+// Sub-agents (dataset agentic_coding): a child starts after its parent's turn
+// spawn_after_turn has its reply, never before, and carries its parent; a
+// parent that fails first takes its children's turns with it (not sent).
+TEST(LoadGenerator, SubAgentsStartAfterTheirParentsTurnWithItsHistory) {
+  FakeServer server;
+  auto o = options_for(server.port(), {4});
+  auto session = [](int turns, int64_t fail_turn) {
+    Session s;
+    s.system_prompt = "sys";
+    for (int t = 0; t < turns; ++t)
+      s.turns.push_back({"turn " + std::to_string(t), 2, t == fail_turn ? 992 : 3, 0.0});
+    return s;
+  };
+  o.sessions.push_back(session(3, -1));  // 0: a parent
+  for (int c = 0; c < 2; ++c) {          // 1, 2: its sub-agents, after turn 1
+    auto sub = session(2, -1);
+    sub.parent = 0;
+    sub.spawn_after_turn = 1;
+    o.sessions.push_back(sub);
+  }
+  o.sessions.push_back(session(2, 0));  // 3: a parent whose first turn fails
+  auto orphan = session(2, -1);         // 4: never started
+  orphan.parent = 3;
+  orphan.spawn_after_turn = 0;
+  o.sessions.push_back(orphan);
+  o.num_prompts = 3 + 2 + 2 + 2 + 2;
+  o.max_concurrency = 8;
+  auto r = run_load(o);
+  EXPECT_EQ(r.not_sent, 1u + 2u);  // parent 3's second turn, and its sub-agent's two
+  std::map<int64_t, std::vector<const RequestRecord*>> by_session;
+  for (const auto& rec : r.records) by_session[rec.session].push_back(&rec);
+  ASSERT_EQ(by_session.size(), 4u);
+  EXPECT_EQ(by_session.count(4), 0u);
+  const RequestRecord* spawn = nullptr;
+  for (auto* rec : by_session[0])
+    if (rec->turn == 1) spawn = rec;
+  ASSERT_NE(spawn, nullptr);
+  for (int64_t c : {1, 2}) {
+    ASSERT_EQ(by_session[c].size(), 2u);
+    for (auto* rec : by_session[c]) {
+      EXPECT_EQ(rec->parent_session, 0);
+      EXPECT_GE(rec->start_s, spawn->start_s + spawn->latency);
+      // Its prompt holds the parent's history: longer than the parent's turn-1 prompt.
+      EXPECT_GT(rec->prompt_len, spawn->prompt_len);
+    }
+  }
+  EXPECT_EQ(by_session[0].front()->parent_session, -1);
+}
+
+// A concurrency ramp: one request in flight for the first step, then three.
+TEST(LoadGenerator, AConcurrencyRampMovesTheCap) {
+  FakeServer server;
+  auto o = options_for(server.port(), {20});  // 20 chunks 1 ms apart: ~20 ms a request
+  o.num_prompts = 0;
+  o.duration_s = 0.4;
+  o.max_concurrency = 3;
+  o.concurrency_changes = {{0.0, 1}, {0.2, 3}};
+  auto r = run_load(o);
+  EXPECT_EQ(r.peak_concurrency, 3);
+  std::vector<std::pair<double, double>> first;  // requests started in the first step: never two at once
+  for (const auto& rec : r.records)
+    if (rec.start_s < 0.2) first.emplace_back(rec.start_s, rec.start_s + rec.latency);
+  ASSERT_GT(first.size(), 2u);
+  std::sort(first.begin(), first.end());
+  for (size_t i = 1; i < first.size(); ++i) EXPECT_GE(first[i].first, first[i - 1].second);
+  for (const auto& rec : r.records) EXPECT_LT(rec.scheduled_s, 0.4);  // nothing sent past the ramp's end
+}
+
 // Recorded traffic: each prompt leaves at its own offset, never earlier.
 TEST(LoadGenerator, AFixedScheduleIsKept) {
   FakeServer server;

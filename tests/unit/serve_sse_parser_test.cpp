@@ -184,6 +184,33 @@ TEST(OpenAiStream, ChatContentReasoning) {
   EXPECT_TRUE(rec.success);
   EXPECT_EQ(rec.output_chars, 8u);
   EXPECT_EQ(rec.itl.size(), 3u);
+  // The first reasoning text at 2 ms, the first answer text at 4 ms; TTFT is the first chunk's (the role's).
+  EXPECT_NEAR(rec.ttft, 0.001, 1e-9);
+  EXPECT_NEAR(rec.first_reasoning_s, 0.002, 1e-9);
+  EXPECT_NEAR(rec.first_content_s, 0.004, 1e-9);
+  EXPECT_EQ(rec.reasoning_chunks, 2);
+  EXPECT_EQ(rec.reasoning_tokens, -1);  // no usage sent
+}
+
+// usage.completion_tokens_details.reasoning_tokens is the count when sent; a
+// stream without reasoning has none of it.
+TEST(OpenAiStream, ReasoningTokensFromUsage) {
+  auto rec = run_stream(
+      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"a b\"}}],\"usage\":null}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"c\"}}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"completion_tokens\":3,\"completion_tokens_details\":"
+      "{\"reasoning_tokens\":2}}}\n\n"
+      "data: [DONE]\n\n");
+  EXPECT_TRUE(rec.success);
+  EXPECT_EQ(rec.reasoning_tokens, 2);
+  EXPECT_EQ(rec.output_tokens, 3);
+  EXPECT_NEAR(rec.first_content_s, 0.002, 1e-9);
+  auto plain = run_stream("data: {\"choices\":[{\"text\":\"x\"}],\"usage\":{\"completion_tokens\":1,"
+                          "\"completion_tokens_details\":null}}\n\ndata: [DONE]\n\n");
+  EXPECT_TRUE(plain.success);
+  EXPECT_EQ(plain.reasoning_chunks, 0);
+  EXPECT_EQ(plain.first_reasoning_s, -1);
+  EXPECT_NEAR(plain.first_content_s, 0.001, 1e-9);
 }
 
 TEST(OpenAiStream, MidStreamErrorIsAFailure) {

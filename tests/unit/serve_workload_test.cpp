@@ -385,5 +385,89 @@ TEST(PrefixPool, KeysFromYamlAndFlagsAndWhatIsRefused) {
   refused(g, "--prefix-pool");
 }
 
+// The shipped recipe, expanded: parents of `turns` turns, each followed by its
+// sub-agents; word counts within their ranges; one system prompt everywhere.
+TEST(AgenticCoding, TheShippedRecipeExpandsIntoParentsAndSubAgents) {
+  auto c = load_benchmark_yaml(fs::path(MAGPIE_SOURCE_DIR) / "examples/recipes/agentic_coding.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty());
+  EXPECT_EQ(c.client.dataset, "agentic_coding");
+  EXPECT_TRUE(check_workload_knobs(c.client, c.cases()).empty());
+  const auto& a = c.client.agent;
+  auto w = c.cases().front();
+  auto workload = make_workload(c.client, w, static_cast<size_t>(w.num_prompts));
+  const auto& ss = workload.sessions;
+  const size_t parents = static_cast<size_t>(c.client.sessions.num_sessions);
+  const size_t per = 1 + static_cast<size_t>(a.subagents);
+  ASSERT_EQ(ss.size(), parents * per);
+  EXPECT_EQ(workload.planned_requests(),
+            parents * static_cast<size_t>(c.client.sessions.turns + a.subagents * a.subagent_turns));
+  auto within = [](int64_t n, int64_t len, double r) {
+    return n >= static_cast<int64_t>(static_cast<double>(len) * (1 - r)) &&
+           n <= static_cast<int64_t>(static_cast<double>(len) * (1 + r));
+  };
+  auto words = [](const std::string& text) {  // after the turn's one-line head
+    auto body = text.substr(text.find('\n') + 1);
+    return static_cast<int64_t>(std::count(body.begin(), body.end(), ' ') + 1);
+  };
+  for (size_t i = 0; i < ss.size(); ++i) {
+    const auto& s = ss[i];
+    const bool parent = i % per == 0;
+    EXPECT_EQ(s.parent, parent ? -1 : static_cast<int64_t>(i - i % per)) << i;
+    if (parent) {
+      EXPECT_EQ(s.system_prompt, ss[0].system_prompt);
+      EXPECT_EQ(std::count(s.system_prompt.begin(), s.system_prompt.end(), ' ') + 1, c.client.sessions.system_prompt_len);
+      ASSERT_EQ(static_cast<int64_t>(s.turns.size()), c.client.sessions.turns);
+    } else {
+      EXPECT_EQ(s.spawn_after_turn, static_cast<size_t>(a.spawn_after_turn));
+      ASSERT_EQ(static_cast<int64_t>(s.turns.size()), a.subagent_turns);
+    }
+    for (size_t t = 0; t < s.turns.size(); ++t) {
+      const auto& turn = s.turns[t];
+      const int64_t len = parent && t == 0 ? a.context_len : a.tool_result_len;
+      EXPECT_TRUE(within(turn.new_tokens, len, a.range_ratio)) << i << "/" << t << ": " << turn.new_tokens;
+      EXPECT_EQ(words(turn.text), turn.new_tokens) << i << "/" << t;
+      EXPECT_TRUE(within(turn.output_len, a.tool_call_len, a.range_ratio)) << turn.output_len;
+      EXPECT_EQ(turn.think_s == 0, t == 0) << i << "/" << t;  // exp:0.5 draws are never exactly 0
+    }
+  }
+  // The same seed gives the same sessions; another seed, others.
+  auto again = make_workload(c.client, w, static_cast<size_t>(w.num_prompts));
+  for (size_t i = 0; i < ss.size(); ++i) EXPECT_EQ(again.sessions[i].turns[1].text, ss[i].turns[1].text);
+  auto other = c.client;
+  other.seed = 2;
+  EXPECT_NE(make_workload(other, w, 1).sessions[0].turns[0].text, ss[0].turns[0].text);
+  // A given OSL is every turn's max_tokens.
+  w.output_len = 5;
+  w.output_len_given = true;
+  for (const auto& s : make_workload(c.client, w, 1).sessions)
+    for (const auto& t : s.turns) EXPECT_EQ(t.output_len, 5);
+}
+
+TEST(AgenticCoding, KeysAreCheckedAndAgentKeysElsewhereAreRefused) {
+  auto c = parse_benchmark_yaml("model: m\nclient:\n  dataset: agentic_coding\n  num_sessions: 2\n  turns: 3\n"
+                                "  agent: {context_len: 10, tool_result_len: 5, tool_call_len: 4, subagents: 3,\n"
+                                "          subagent_turns: 2, spawn_after_turn: 2, range_ratio: 0}\n",
+                                "b.yaml");
+  EXPECT_TRUE(c.unknown_keys.empty());
+  auto w = c.cases().front();
+  auto ss = make_workload(c.client, w, 100).sessions;
+  ASSERT_EQ(ss.size(), 8u);  // 2 parents x (1 + 3 sub-agents)
+  EXPECT_EQ(ss[0].turns[0].new_tokens, 10);
+  EXPECT_EQ(ss[1].turns[1].new_tokens, 5);
+  EXPECT_EQ(ss[5].parent, 4);
+  EXPECT_EQ(ss[5].spawn_after_turn, 2u);
+  // Sub-agents after a turn the parent does not have.
+  auto late = c.client;
+  late.agent.spawn_after_turn = 3;
+  auto e = error_of([&] { make_workload(late, w, 1); });
+  EXPECT_NE(std::string(e.what()).find("spawn_after_turn 3"), std::string::npos) << e.what();
+  auto negative = error_of([] { parse_benchmark_yaml("model: m\nclient:\n  agent: {subagents: -1}\n", "b.yaml"); });
+  EXPECT_NE(std::string(negative.what()).find("client.agent.subagents"), std::string::npos) << negative.what();
+  auto r = parse_benchmark_yaml("model: m\nclient:\n  agent: {subagents: 1}\n", "b.yaml");
+  auto refused = error_of([&] { check_workload_knobs(r.client, r.cases()); });
+  EXPECT_NE(std::string(refused.what()).find("client.agent does not apply to dataset random"), std::string::npos)
+      << refused.what();
+}
+
 }  // namespace
 }  // namespace magpie::serve

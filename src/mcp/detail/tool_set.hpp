@@ -59,7 +59,7 @@ Tool ray_task_cancel_tool();
 Tool ray_task_list_tool();
 Tool benchmark_batch_tool();
 void add_ray_benchmark_params(nlohmann::json& input_schema);  // benchmark's ray_* arguments
-// benchmark's `slo`, `search` and `rate_ramp` (the YAML's client keys): their
+// benchmark's `slo`, `search`, `rate_ramp` and `concurrency_ramp` (the YAML's client keys): their
 // schemas, the flags they set, and those flags on a Ray node's command line.
 void add_load_shape_params(nlohmann::json& input_schema);
 void load_shape_flags(const ToolCall& call, serve::BenchmarkFlags& f);
