@@ -27,7 +27,8 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT, shared_traces  # noqa: E402
 import serving_env  # noqa: E402
-from test_python_api import api, venv  # noqa: E402,F401  (venv: the Python API's fixture)
+# Fixtures: venv (the Python API's), timed_stub (the stub at 40 ms to the first token, 10 ms a token).
+from test_python_api import api, timed_stub, venv  # noqa: E402,F401
 
 pytestmark = pytest.mark.e2e
 SAMPLE_DIR = REPO_ROOT / "examples" / "traces"
@@ -152,13 +153,14 @@ def test_tracelens_same_reports_from_cli_mcp_and_python(magpie, env, tmp_path, v
     assert normalise(manifest, roots) == written == normalise(got["manifest"], roots)
 
 
-def test_both_faces_are_recorded_in_the_store(magpie, env, tmp_path):
+def test_every_face_is_recorded_in_the_store(magpie, env, tmp_path, venv):
     cli(magpie, env, "benchmark", "--trace-dir", SAMPLE_DIR, "-o", tmp_path / "cli")
     mcp_call(magpie, env, "gap_analysis", {"trace_dir": str(SAMPLE_DIR), "output_dir": str(tmp_path / "mcp")})
+    python_call(venv, env, tmp_path, f"gap_analysis({str(SAMPLE_DIR)!r}, output_dir={str(tmp_path / 'py')!r})")
     rows = json.loads(cli(magpie, env, "results", "list", "--json").stdout)
     rows = rows if isinstance(rows, list) else rows.get("runs", rows)
     faces = sorted(r["face"] for r in rows if r["kind"] == "gap_analysis")
-    assert faces == ["cli", "mcp"], rows
+    assert faces == ["cli", "mcp", "python"], rows
     assert all(r["status"] == "succeeded" for r in rows), rows
 
 
@@ -282,20 +284,6 @@ def assert_same_benchmark_files(a: Path, b: Path, roots):
         else:
             ta, tb = (re.sub(r"\d+\.\d+", "<n>", normalise(t, roots)) for t in (ta, tb))
             assert ta == tb, rel
-
-
-@pytest.fixture
-def timed_stub(tmp_path):
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / "timed_stream_server.py"),
-                             "--ttft-ms", "40", "--itl-ms", "10", "--words-are-tokens"],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith("port "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_benchmark_same_reports_from_cli_mcp_and_python(magpie, env, tmp_path, timed_stub, venv):
