@@ -693,3 +693,37 @@ def test_ctrl_c_stops_a_benchmark_and_keeps_what_was_measured(venv, env, tmp_pat
     assert 1 <= sum(x["success"] for x in kept) < 40, kept
     runs = json.loads(cli(venv, env, tmp_path, "results", "list", "--json").stdout)
     assert [(r["kind"], r["status"]) for r in runs] == [("benchmark", "cancelled")], runs
+
+
+def test_benchmark_from_a_yaml_config_as_the_cli(venv, env, tmp_path, timed_stub):
+    """A benchmark YAML (one misspelt key) and an endpoint: the API resolves it
+    as `magpie benchmark -b CONFIG --endpoint URL` does (the same workload, the
+    same warning); under strict it refuses it as --strict does (exit 2, the same message)."""
+    config = tmp_path / "bench.yaml"
+    config.write_text("benchmark:\n  framework: vllm\n  model: timed-stub\n  run_mode: local\n"
+                      "  envs: {CONC: 2, ISL: 8, OSL: 4, RANDOM_RANGE_RATIO: 0, NUM_PROMPTS: 6}\n"
+                      "  profiler: {torch_profiler: {enabled: false}}\n  concurrancy: 4\n")
+    r = cli(venv, env, tmp_path, "benchmark", "-b", config, "--endpoint", timed_stub, "-o", "cli")
+    assert r.returncode == 0, r.stderr[-2000:]
+    strict = cli(venv, env, tmp_path, "benchmark", "-b", config, "--endpoint", timed_stub, "--strict", "-o", "cli2")
+    assert strict.returncode == 2, strict.stderr
+    cli_report = json.loads(next((tmp_path / "cli").glob("benchmark_vllm_*/benchmark_report.json")).read_text())
+    out = api(venv, f"""
+        r = Magpie.benchmark({str(config)!r}, endpoint={timed_stub!r}, output_dir="py")
+        try:
+            Magpie.benchmark({str(config)!r}, endpoint={timed_stub!r}, output_dir="py2", strict=True)
+            refused = None
+        except Magpie.MagpieError as e:
+            refused = {{"exit_code": e.exit_code, "message": str(e)}}
+        out = {{"success": r.success, "warnings": r.warnings, "cases": r.cases.to_pandas().to_dict("records"),
+                "refused": refused}}
+    """, env, tmp_path)
+    assert out["success"]
+    [case] = out["cases"]
+    [cli_case] = cli_report["cases"]
+    assert (case["case"], case["concurrency"], case["input_len"], case["output_len"], case["completed"]) == \
+        (cli_case["label"], 2, 8, 4, 6)
+    assert any("concurrancy" in w for w in out["warnings"]), out["warnings"]
+    assert any("concurrancy" in w for w in out["warnings"] if f"warning: {w}" in r.stderr), (out["warnings"], r.stderr)
+    assert out["refused"]["exit_code"] == 2 and out["refused"]["message"] in strict.stderr, (out, strict.stderr)
+    assert not (tmp_path / "py2").exists()
