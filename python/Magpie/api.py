@@ -235,7 +235,7 @@ def benchmark(config: "os.PathLike | str | None" = None, *, framework: Optional[
               output_dir: "os.PathLike | str" = "./results", engine_args: Sequence[str] = (),
               env: Optional[dict] = None, strict: bool = False, record: bool = True, progress: Progress = None,
               **settings) -> Benchmark:
-    """`magpie benchmark [FRAMEWORK] [--config CONFIG] --setting value ...`: the
+    """`magpie benchmark [FRAMEWORK] [-b CONFIG] --setting value ...`: the
     serving benchmark, against a running server (endpoint="http://host:port")
     or an engine Magpie launches. SETTINGS are the CLI's flags without dashes
     (model, endpoint, concurrency, input_len, output_len, num_prompts,

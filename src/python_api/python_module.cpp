@@ -283,7 +283,7 @@ nb::dict compare(const std::string& config, bool no_perf, bool no_latency, size_
   return out;
 }
 
-// `magpie benchmark [FRAMEWORK] [--config CONFIG] --flag ...`: the same
+// `magpie benchmark [FRAMEWORK] [-b CONFIG] --flag ...`: the same
 // config resolution (the YAML, then the flags as the CLI applies them), the
 // same job, its report and the CLI's exit status (1 when it did not succeed).
 nb::dict benchmark(const std::string& config_path, const std::map<std::string, std::string>& settings,
