@@ -8,6 +8,7 @@ share/magpie/python/magpie_bench, so the binary finds its pieces on its own.
 
 The same analyses run in-process too (api.py, docs/PYTHON_API.md):
 `Magpie.load_trace`, `Magpie.gap_analysis`, `Magpie.tracelens`,
+`Magpie.compare`, `Magpie.benchmark`,
 `Magpie.results.list()` / `.diff()`, with tables as
 pandas DataFrames and errors as `Magpie.MagpieError`.
 """
@@ -18,12 +19,12 @@ import os
 import sys
 from pathlib import Path
 
-from Magpie.api import (Compare, GapAnalysis, MagpieError, Table, Trace, TraceLens, compare, gap_analysis,
-                        load_trace, tracelens)
+from Magpie.api import (Benchmark, Compare, GapAnalysis, MagpieError, Table, Trace, TraceLens, benchmark, compare,
+                        gap_analysis, load_trace, tracelens)
 from Magpie import results  # noqa: E402  (Magpie.results.list() / .diff())
 
-__all__ = ["binary", "exec_magpie", "load_trace", "gap_analysis", "tracelens", "results", "compare", "MagpieError", "Table", "Compare",
-           "Trace", "GapAnalysis", "TraceLens"]
+__all__ = ["binary", "exec_magpie", "load_trace", "gap_analysis", "tracelens", "results", "compare", "benchmark", "MagpieError", "Table",
+           "Compare", "Benchmark", "Trace", "GapAnalysis", "TraceLens"]
 
 _HERE = Path(__file__).resolve().parent
 

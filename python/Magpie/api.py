@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from Magpie._errors import MagpieError
 
-__all__ = ["MagpieError", "Table", "Trace", "GapAnalysis", "TraceLens", "Compare", "load_trace", "gap_analysis",
-           "tracelens", "compare"]
+__all__ = ["MagpieError", "Table", "Trace", "GapAnalysis", "TraceLens", "Compare", "Benchmark", "load_trace",
+           "gap_analysis", "tracelens", "compare", "benchmark"]
 
 Progress = Optional[Callable[[float, Optional[float], str], Any]]
 
@@ -201,3 +201,58 @@ def compare(config: "os.PathLike | str", *, no_perf: bool = False, no_latency: b
                    performance_not_measured=raw["performance_not_measured"], console=raw["console"],
                    errors=raw["errors"], warnings=list(raw["warnings"]), workspace=raw["workspace"],
                    report_path=raw["report_path"], run_id=raw["run_id"])
+
+
+@dataclass
+class Benchmark:
+    """benchmark's result: the workspace the CLI writes, its report, and the
+    exit status the CLI returns for it (0 success; 1 the run did not succeed:
+    `status` and `errors` say why, and what was measured is kept)."""
+
+    cases: Table  # one row per case: workload, counts, throughputs, TTFT/TPOT/ITL/E2EL mean/median/std/pN (ms)
+    requests: Table  # one row per measured request, as requests.jsonl: ttft_s, e2el_s, output_tokens, ...
+    itls: Table  # one row per inter-token latency: case, index, chunk, itl_s
+    report: dict  # benchmark_report.json
+    console: str  # summary.txt (the CLI's stdout)
+    success: bool
+    status: str  # success | failed | incomplete | timeout | cancelled
+    exit_code: int
+    errors: list
+    warnings: list
+    workspace: str
+    run_id: int
+
+
+def _setting_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_setting_text(v) for v in value)  # --concurrency 4,8: a sweep
+    return str(value)
+
+
+def benchmark(config: "os.PathLike | str | None" = None, *, framework: Optional[str] = None,
+              output_dir: "os.PathLike | str" = "./results", engine_args: Sequence[str] = (),
+              env: Optional[dict] = None, strict: bool = False, record: bool = True, progress: Progress = None,
+              **settings) -> Benchmark:
+    """`magpie benchmark [FRAMEWORK] [-b CONFIG] --setting value ...`: the
+    serving benchmark, against a running server (endpoint="http://host:port")
+    or an engine Magpie launches. SETTINGS are the CLI's flags without dashes
+    (model, endpoint, concurrency, input_len, output_len, num_prompts,
+    range_ratio, warmups, ready_timeout, cpu_engine, ...), applied over CONFIG
+    as the CLI applies them; ENGINE_ARGS and ENV are its --engine-arg and
+    --env. A request Magpie refuses raises MagpieError (the CLI's exit code);
+    a run that started returns, with exit_code as the CLI's."""
+    _need_numpy()
+    _bundled_paths()
+    text = {k: _setting_text(v) for k, v in settings.items() if v is not None}
+    if framework is not None:
+        text["framework"] = framework
+    text["output_dir"] = os.fspath(output_dir)
+    envs = [f"{k}={v}" for k, v in (env or {}).items()]
+    raw = _native().benchmark(os.fspath(config) if config is not None else "", text, list(engine_args), envs,
+                              strict, record, progress)
+    return Benchmark(cases=Table(raw["cases"]), requests=Table(raw["requests"]), itls=Table(raw["itls"]),
+                     report=json.loads(raw["report_json"]), console=raw["console"], success=raw["success"],
+                     status=raw["status"], exit_code=raw["exit_code"], errors=list(raw["errors"]),
+                     warnings=list(raw["warnings"]), workspace=raw["workspace"], run_id=raw["run_id"])

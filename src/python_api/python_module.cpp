@@ -4,6 +4,7 @@
 // (python_tables.hpp) and JSON text; Magpie/api.py wraps them for users.
 #include <Python.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,18 +14,23 @@
 #include <thread>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "analysis/step_annotation.hpp"
+#include "core/config_keys.hpp"
 #include "core/error.hpp"
 #include "jobs/kernel_jobs.hpp"
 #include "jobs/results_jobs.hpp"
+#include "jobs/serve_jobs.hpp"
 #include "jobs/trace_jobs.hpp"
 #include "store/report_diff_writers.hpp"
 #include "store/run_record_json.hpp"
+#include "python_benchmark.hpp"
 #include "python_tables.hpp"
+#include "serve/benchmark_report_writer.hpp"
 
 namespace nb = nanobind;
 
@@ -277,6 +283,55 @@ nb::dict compare(const std::string& config, bool no_perf, bool no_latency, size_
   return out;
 }
 
+// `magpie benchmark [FRAMEWORK] [-b CONFIG] --flag ...`: the same
+// config resolution (the YAML, then the flags as the CLI applies them), the
+// same job, its report and the CLI's exit status (1 when it did not succeed).
+nb::dict benchmark(const std::string& config_path, const std::map<std::string, std::string>& settings,
+                   const std::vector<std::string>& engine_args, const std::vector<std::string>& envs,
+                   bool strict, bool record, nb::object progress) {
+  serve::BenchmarkFlags flags = benchmark_flags(settings);
+  flags.extra_engine_args = engine_args;
+  flags.envs = envs;
+  const bool from_yaml = !config_path.empty();
+  serve::BenchmarkConfig config = from_yaml ? serve::load_benchmark_yaml(config_path) : serve::BenchmarkConfig{};
+  serve::apply_flags(config, flags, from_yaml);
+  reject_unknown_keys(config.unknown_keys, strict, config_path);
+  struct Built {
+    jobs::ServingBenchmarkOutcome outcome;
+    Table cases, requests, itls;
+    std::string report, console;
+  };
+  Built b = run_job(progress, [&](const jobs::JobContext& context) {
+    jobs::JobContext c = context;
+    c.record = record;
+    Built out{jobs::run_serving_benchmark(config, c), {}, {}, {}, {}, {}};
+    out.cases = case_table(out.outcome.report);
+    out.requests = request_table(out.outcome.report);
+    out.itls = itl_table(out.outcome.report);
+    out.report = serve::report_json(out.outcome.report).dump();
+    out.console = jobs::console_text(out.outcome);
+    return out;
+  });
+  const auto& o = b.outcome;
+  std::vector<std::string> warnings = config.warnings;  // the config's, then the run's own
+  for (const auto& w : o.report.warnings)
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  nb::dict out;
+  out["report_json"] = b.report;
+  out["console"] = b.console;
+  out["cases"] = to_python(std::move(b.cases));
+  out["requests"] = to_python(std::move(b.requests));
+  out["itls"] = to_python(std::move(b.itls));
+  out["success"] = o.success;
+  out["status"] = serve::to_string(o.report.status);
+  out["exit_code"] = o.success ? 0 : 1;
+  out["errors"] = string_list(o.report.errors);
+  out["warnings"] = string_list(warnings);
+  out["workspace"] = o.workspace.string();
+  out["run_id"] = o.run_id;
+  return out;
+}
+
 // `magpie results list --json`'s text: the records as the CLI writes them.
 std::string results_list(const std::string& store, const std::string& kind, const std::string& status,
                          size_t limit) {
@@ -358,6 +413,8 @@ NB_MODULE(_magpie, m) {
   m.def("compare", &compare, nb::arg("config"), nb::arg("no_perf"), nb::arg("no_latency"), nb::arg("baseline"),
         nb::arg("rounds"), nb::arg("threshold"), nb::arg("fail_on_regression"), nb::arg("strict"),
         nb::arg("output_dir"), nb::arg("record"), nb::arg("progress") = nb::none());
+  m.def("benchmark", &benchmark, nb::arg("config"), nb::arg("settings"), nb::arg("engine_args"), nb::arg("envs"),
+        nb::arg("strict"), nb::arg("record"), nb::arg("progress") = nb::none());
   m.def("results_list", &results_list, nb::arg("store"), nb::arg("kind"), nb::arg("status"), nb::arg("limit"));
   m.def("results_diff", &results_diff, nb::arg("store"), nb::arg("targets"), nb::arg("labels"), nb::arg("ops"),
         nb::arg("no_repeats"), nb::arg("aa"), nb::arg("threshold").none(), nb::arg("resamples").none(),

@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -548,3 +549,181 @@ def test_launcher_still_runs_the_binary(venv, env, tmp_path):
     r = subprocess.run([venv / "bin" / "python", "-m", "Magpie", "--version"], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("magpie "), r.stderr
+
+
+# --- Magpie.benchmark against the timed stub -------------------------------------------
+#
+# `magpie benchmark vllm --endpoint URL` and Magpie.benchmark(framework="vllm",
+# endpoint=URL) drive the same workload at the timed stub
+# (tests/e2e/timed_stream_server.py: a fixed token schedule, so both runs send
+# the same requests and get the same tokens). The API's tables are checked
+# against the CLI's files: the counts and tokens are equal; measured times
+# (TTFT, E2EL) are each face's own, so the API's tables are checked against
+# its own benchmark_report.json and requests.jsonl, where every figure is.
+WORKLOAD = {"concurrency": 2, "num_prompts": 6, "input_len": 16, "output_len": 4, "range_ratio": 0,
+            "token_id_max": 4000, "warmups": 1}
+
+
+@pytest.fixture
+def timed_stub(tmp_path):
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / "timed_stream_server.py"),
+                             "--ttft-ms", "40", "--itl-ms", "10", "--words-are-tokens"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("port "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+BENCHMARK_CODE = """
+import pandas as pd
+steps = []
+r = Magpie.benchmark(framework="vllm", endpoint=URL, model="timed-stub", output_dir="py",
+                     progress=lambda done, total, msg: steps.append(msg), **WORKLOAD)
+cases, requests, itls = r.cases.to_pandas(), r.requests.to_pandas(), r.itls.to_pandas()
+out = {"success": r.success, "status": r.status, "exit_code": r.exit_code, "workspace": r.workspace,
+       "report": r.report, "console": r.console, "run_id": r.run_id, "steps": steps,
+       "cases": cases.to_dict("records"), "requests": requests.to_dict("records"),
+       "itls": itls.to_dict("records"), "dtypes": {c: requests[c].dtype.kind for c in requests.columns}}
+"""
+
+
+def test_benchmark_tables_give_what_the_cli_gives(venv, env, tmp_path, timed_stub):
+    args = ["benchmark", "vllm", "--endpoint", timed_stub, "--model", "timed-stub", "-o", "cli"]
+    for k, v in WORKLOAD.items():
+        args += ["--" + k.replace("_", "-"), v]
+    r = cli(venv, env, tmp_path, *args)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ws_cli = next((tmp_path / "cli").glob("benchmark_vllm_*"))
+    cli_report = json.loads((ws_cli / "benchmark_report.json").read_text())
+    out = api(venv, f"URL = {timed_stub!r}\nWORKLOAD = {WORKLOAD!r}\n" + BENCHMARK_CODE, env, tmp_path)
+    assert out["success"] and out["status"] == "success" and out["exit_code"] == 0, out["report"].get("errors")
+    assert out["run_id"] > 0 and out["steps"], out["steps"]
+    ws = Path(out["workspace"])
+    assert ws.parent == tmp_path / "py" and (ws / "benchmark_report.json").is_file()
+    # The report returned is the one written, and holds the workload's counts as the CLI's does.
+    assert out["report"] == json.loads((ws / "benchmark_report.json").read_text())
+    for report in (cli_report, out["report"]):
+        assert report["throughput"]["completed_requests"] == 6 and report["throughput"]["total_output_tokens"] == 24
+    assert out["console"] == (ws / "summary.txt").read_text()
+
+    # cases: one row, its figures the report's (the API's own run; latencies are measured per run).
+    [case] = out["cases"]
+    [report_case] = out["report"]["cases"]
+    assert case["case"] == report_case["label"] and case["concurrency"] == 2 and case["num_prompts"] == 6
+    assert (case["completed"], case["failed"], case["total_output_tokens"]) == (6, 0, 24)
+    lat = out["report"]["latency"]
+    for metric in ["ttft", "tpot", "itl", "e2el"]:
+        assert case[f"{metric}_mean_ms"] == pytest.approx(lat[metric]["mean_ms"], rel=1e-9), metric
+        assert case[f"{metric}_p99_ms"] == pytest.approx(lat[metric]["p99_ms"], rel=1e-9), metric
+    # The stub's schedule: TTFT >= 40 ms, ITL >= 10 ms (later on a loaded machine, never earlier).
+    assert case["ttft_median_ms"] >= 40 and case["itl_median_ms"] >= 10
+
+    # requests: requests.jsonl's records (the measured ones: warm-ups are not logged), numbers as numbers.
+    lines = [json.loads(x) for x in (ws / "requests.jsonl").read_text().splitlines()]
+    by_index = {x["index"]: x for x in lines}
+    assert len(out["requests"]) == len(lines) == 6
+    assert [r["index"] for r in out["requests"]] == sorted(by_index)
+    for row in out["requests"]:
+        rec = by_index[row["index"]]
+        for key in ["success", "prompt_len", "output_tokens", "output_chars", "ttft_s", "e2el_s", "start_s"]:
+            assert row[key] == rec[key], (key, row, rec)
+        assert row["itls"] == len(rec["itl_s"]) == 3
+    assert out["dtypes"]["ttft_s"] == "f" and out["dtypes"]["output_tokens"] == "i"
+    # ...and the CLI's requests.jsonl has the same requests, tokens and lengths.
+    cli_lines = sorted((json.loads(x) for x in (ws_cli / "requests.jsonl").read_text().splitlines()),
+                       key=lambda x: x["index"])
+    keep = ["index", "success", "prompt_len", "expected_output_len", "output_tokens", "output_chars"]
+    assert [[x[k] for k in keep] for x in cli_lines] == [[row[k] for k in keep] for row in out["requests"]]
+    # itls: one row per inter-token latency, the records' own.
+    assert [(x["index"], x["chunk"], x["itl_s"]) for x in out["itls"]] == \
+        [(row["index"], k, v) for row in out["requests"] for k, v in enumerate(by_index[row["index"]]["itl_s"])]
+
+
+def test_benchmark_errors_carry_the_cli_exit_code_and_message(venv, env, tmp_path):
+    """No model and no config: the CLI refuses (exit 1) before any workspace;
+    an unknown setting is a usage error (exit 2), as an unknown flag is."""
+    r = cli(venv, env, tmp_path, "benchmark", "vllm", "-o", "cli")
+    assert r.returncode == 1, r.stderr
+    out = api(venv, """
+        got = []
+        for kwargs in [{"framework": "vllm"}, {"framework": "vllm", "model": "m", "concurency": 2},
+                       {"framework": "vllm", "model": "m", "warmups": "two"}]:
+            try:
+                Magpie.benchmark(output_dir="py", **kwargs)
+                got.append(None)
+            except Magpie.MagpieError as e:
+                got.append({"exit_code": e.exit_code, "message": str(e)})
+        out = got
+    """, env, tmp_path)
+    assert out[0]["exit_code"] == 1 and out[0]["message"] in r.stderr, (out, r.stderr)
+    assert out[1]["exit_code"] == 2 and "concurency" in out[1]["message"], out
+    assert out[2]["exit_code"] == 2 and "warmups='two'" in out[2]["message"], out
+    assert not (tmp_path / "py").exists()
+
+
+def test_ctrl_c_stops_a_benchmark_and_keeps_what_was_measured(venv, env, tmp_path):
+    """A slow stub (1 s to the first token, then a token every 100 ms) and 40
+    requests of 20 tokens, 2 at a time: about 50 s. SIGINT after the first
+    finished request: KeyboardInterrupt within seconds, the run recorded as
+    cancelled, and the requests measured so far kept in the workspace."""
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / "timed_stream_server.py"),
+                             "--ttft-ms", "1000", "--itl-ms", "100", "--words-are-tokens"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{int(proc.stdout.readline().split()[1])}"
+        call = (f"Magpie.benchmark(framework='vllm', endpoint={url!r}, model='timed-stub', output_dir='py', "
+                "concurrency=2, num_prompts=40, input_len=16, output_len=20, range_ratio=0, token_id_max=4000, "
+                "warmups=0, progress=progress)")
+        code = CANCELLED_CALL.replace("CALL", call)
+        # SIGINT once a request has finished: the progress line counts them ("case 1/1: 3/40 done ...").
+        rc, lines, err = interrupted([venv / "bin" / "python", "-c", code], env, tmp_path, "stdout",
+                                     lambda line: re.search(r'"case 1/1: [1-9]\d*/40 done', line) is not None)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert rc == 0, err
+    out = json.loads(lines[-1])
+    assert out == {"outcome": "KeyboardInterrupt"}, (out, lines[-5:], err[-2000:])
+    ws = next((tmp_path / "py").glob("benchmark_vllm_*"))
+    kept = [json.loads(x) for x in (ws / "requests.jsonl").read_text().splitlines()]
+    assert 1 <= sum(x["success"] for x in kept) < 40, kept
+    runs = json.loads(cli(venv, env, tmp_path, "results", "list", "--json").stdout)
+    assert [(r["kind"], r["status"]) for r in runs] == [("benchmark", "cancelled")], runs
+
+
+def test_benchmark_from_a_yaml_config_as_the_cli(venv, env, tmp_path, timed_stub):
+    """A benchmark YAML (one misspelt key) and an endpoint: the API resolves it
+    as `magpie benchmark -b CONFIG --endpoint URL` does (the same workload, the
+    same warning); under strict it refuses it as --strict does (exit 2, the same message)."""
+    config = tmp_path / "bench.yaml"
+    config.write_text("benchmark:\n  framework: vllm\n  model: timed-stub\n  run_mode: local\n"
+                      "  envs: {CONC: 2, ISL: 8, OSL: 4, RANDOM_RANGE_RATIO: 0, NUM_PROMPTS: 6}\n"
+                      "  profiler: {torch_profiler: {enabled: false}}\n  concurrancy: 4\n")
+    r = cli(venv, env, tmp_path, "benchmark", "-b", config, "--endpoint", timed_stub, "-o", "cli")
+    assert r.returncode == 0, r.stderr[-2000:]
+    strict = cli(venv, env, tmp_path, "benchmark", "-b", config, "--endpoint", timed_stub, "--strict", "-o", "cli2")
+    assert strict.returncode == 2, strict.stderr
+    cli_report = json.loads(next((tmp_path / "cli").glob("benchmark_vllm_*/benchmark_report.json")).read_text())
+    out = api(venv, f"""
+        r = Magpie.benchmark({str(config)!r}, endpoint={timed_stub!r}, output_dir="py")
+        try:
+            Magpie.benchmark({str(config)!r}, endpoint={timed_stub!r}, output_dir="py2", strict=True)
+            refused = None
+        except Magpie.MagpieError as e:
+            refused = {{"exit_code": e.exit_code, "message": str(e)}}
+        out = {{"success": r.success, "warnings": r.warnings, "cases": r.cases.to_pandas().to_dict("records"),
+                "refused": refused}}
+    """, env, tmp_path)
+    assert out["success"]
+    [case] = out["cases"]
+    [cli_case] = cli_report["cases"]
+    assert (case["case"], case["concurrency"], case["input_len"], case["output_len"], case["completed"]) == \
+        (cli_case["label"], 2, 8, 4, 6)
+    assert any("concurrancy" in w for w in out["warnings"]), out["warnings"]
+    assert any("concurrancy" in w for w in out["warnings"] if f"warning: {w}" in r.stderr), (out["warnings"], r.stderr)
+    assert out["refused"]["exit_code"] == 2 and out["refused"]["message"] in strict.stderr, (out, strict.stderr)
+    assert not (tmp_path / "py2").exists()
