@@ -365,6 +365,26 @@ SeriesHistory series_history(const ResultsStore& store, const std::string& id_or
   return history_of(s, g.runs[s.id], m, settings);
 }
 
+std::vector<SeriesOverview> series_overviews(const ResultsStore& store, const std::string& since,
+                                             const ChangeSettings& settings) {
+  auto g = group_runs(store);
+  std::vector<SeriesOverview> out;
+  for (const auto& [id, runs] : g.runs) {
+    auto s = summarize(id, g.keys[id], runs);
+    if (!since.empty() && s.last_at < since) continue;
+    auto metrics = default_metrics(s.key.kind, s.metrics);
+    if (metrics.empty() && !s.metrics.empty()) metrics.push_back(s.metrics.front());
+    SeriesOverview o{s, {}};
+    for (const auto& m : metrics) o.histories.push_back(history_of(s, runs, m, settings));
+    out.push_back(std::move(o));
+  }
+  std::sort(out.begin(), out.end(), [](const SeriesOverview& a, const SeriesOverview& b) {
+    return a.series.last_at != b.series.last_at ? a.series.last_at > b.series.last_at
+                                                : a.series.id < b.series.id;
+  });
+  return out;
+}
+
 std::string resolve_since(const std::string& since) {
   if (since.empty()) return {};
   static const std::regex days(R"((\d+)d)");
