@@ -142,9 +142,9 @@ Chart xy_chart(std::string title, std::string caption, const std::vector<XYSerie
 
 Chart trend_chart(std::string title, std::string caption, const std::vector<TrendPoint>& points,
                   const std::vector<TrendMark>& marks, std::string value_axis) {
-  XYSeries low{"95% CI (low)", {}, {}, {}, {}, true}, high{"95% CI (high)", {}, {}, {}, {}, true},
-      value{"value", {}, {}, {}, {}, true}, regressions{"regression", {}, {}, {}, {}, false},
-      improvements{"improvement", {}, {}, {}, {}, false};
+  XYSeries low{"95% CI (low)", {}, {}, {}, true}, high{"95% CI (high)", {}, {}, {}, true},
+      value{"value", {}, {}, {}, true}, regressions{"regression", {}, {}, {}, false},
+      improvements{"improvement", {}, {}, {}, false};
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     const double x = static_cast<double>(i);

@@ -19,8 +19,8 @@ struct XYSeries {
   std::string label;
   std::vector<double> x, y;
   std::vector<std::string> point_labels;  // optional, shown in the tooltip title
-  std::vector<std::string> point_links;   // optional, a relative link opened on click
   bool line = false;                      // connect the points
+  std::vector<std::string> point_links;   // optional, a relative link opened on click
 };
 
 // A confidence interval per row: estimate and [low, high], and its verdict.

@@ -19,7 +19,8 @@ std::string short_commit(const std::string& commit) {
 
 std::string percent(double relative) { return fmt::format("{:+.1f}%", 100 * relative); }
 
-// The newest change at a point from `since` on, over every metric of the series.
+// The newest change at a point from `since` on, over every metric of the series; at one
+// point a regression before an improvement, else the first metric (the headline).
 struct LatestChange {
   const store::SeriesHistory* history = nullptr;
   const store::SeriesChange* change = nullptr;
@@ -32,7 +33,8 @@ LatestChange latest_change(const store::SeriesOverview& o, const std::string& si
       if (!since.empty() && date < since) continue;
       if (!best.change || date > best.history->points[best.change->index].date ||
           (date == best.history->points[best.change->index].date &&
-           c.kind == store::ChangeKind::kRegression))
+           c.kind == store::ChangeKind::kRegression &&
+           best.change->kind != store::ChangeKind::kRegression))
         best = {&h, &c};
     }
   return best;

@@ -177,6 +177,7 @@ TEST(ResultsSiteJob, WritesTheSiteLinksReportsRelativelyAndReplacesOnlyItsOwnFol
   EXPECT_EQ(std::distance(fs::directory_iterator(f.root / "site"), fs::directory_iterator()), 1);
 
   // A folder of other files is never replaced.
+  fs::create_directories(f.root / "mine");
   write_file_atomic(f.root / "mine" / "notes.txt", "keep me");
   request.output_dir = f.root / "mine";
   try {
