@@ -178,6 +178,8 @@ Chart trend_chart(std::string title, std::string caption, const std::vector<Tren
     d[i]["backgroundColor"] = palette(0, 0.18);
   }
   d[1]["fill"] = "-1";
+  d[2]["borderColor"] = palette(0);
+  d[2]["backgroundColor"] = palette(0);
   d[2]["pointRadius"] = points.size() > 200 ? 1 : 3;
   d[3]["borderColor"] = d[3]["backgroundColor"] = verdict_colour("SLOWER");
   d[4]["borderColor"] = d[4]["backgroundColor"] = verdict_colour("FASTER");

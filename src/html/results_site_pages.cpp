@@ -86,8 +86,8 @@ Page results_site_index_page(const std::vector<store::SeriesOverview>& series,
   page.facts.emplace_back("series", std::to_string(series.size()));
   page.facts.emplace_back("succeeded runs", std::to_string(runs));
   if (!since.empty()) page.facts.emplace_back("changes since", since);
-  Table t{{"Series", "Kind", "GPU", "Engine", "Model", "Workload", "Host class", "Runs", "Points",
-           "Last run (UTC)", "Metric", "Last value", "Last change", "Verdict"},
+  Table t{{"Series", "Verdict", "Last change", "Metric", "Last value", "Points", "Runs",
+           "Last run (UTC)", "Kind", "GPU", "Engine", "Model", "Workload", "Host class"},
           {},
           {}};
   size_t regressed = 0;
@@ -104,12 +104,13 @@ Page results_site_index_page(const std::vector<store::SeriesOverview>& series,
     }
     std::string engine = k.engine + (k.engine_version.empty() ? "" : " " + k.engine_version);
     std::string model = k.model + (k.model_revision.empty() ? "" : "@" + k.model_revision);
-    t.rows.push_back({s.id + " " + s.label, std::string(store::to_string(k.kind)), k.gpu_model,
-                      engine, model, k.workload, k.host_class, std::to_string(s.runs),
-                      head ? std::to_string(head->points.size()) : "0", s.last_at.substr(0, 19),
+    t.rows.push_back({s.id + " " + s.label, verdict,
+                      latest.change ? change_text(*latest.history, *latest.change) : "",
                       head ? head->metric : "",
                       head && !head->points.empty() ? format_number(head->points.back().value) : "",
-                      latest.change ? change_text(*latest.history, *latest.change) : "", verdict});
+                      head ? std::to_string(head->points.size()) : "0", std::to_string(s.runs),
+                      s.last_at.substr(0, 19), std::string(store::to_string(k.kind)), k.gpu_model,
+                      engine, model, k.workload, k.host_class});
     t.links.push_back({results_series_page_path(s.id)});
   }
   Section sec{"Series",
