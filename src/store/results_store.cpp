@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "store/detail/postgres.hpp"
@@ -169,7 +170,7 @@ void migrate(Database& db) {
   tx.commit();
 }
 
-RunRecord read_row(const Statement& q) {
+RunRecord read_row(const Statement& q, bool check_workspace) {
   RunRecord r;
   r.id = q.column_int(0);
   r.kind = run_kind_from_string(q.column_text(1)).value_or(RunKind::kBenchmark);
@@ -186,7 +187,7 @@ RunRecord read_row(const Statement& q) {
   r.pid = q.column_int(12);
   r.host = q.column_text(13);
   std::error_code ec;
-  r.workspace_exists = r.workspace.empty() || fs::exists(r.workspace, ec);
+  r.workspace_exists = !check_workspace || r.workspace.empty() || fs::exists(r.workspace, ec);
   return r;
 }
 
@@ -278,16 +279,42 @@ struct ResultsStore::Impl {
   std::mutex mutex;
 
   std::vector<RunRecord> query(std::string_view where_and_order,
-                               const std::vector<std::string>& text_params, int64_t limit) {
+                               const std::vector<std::string>& text_params, int64_t limit,
+                               bool check_workspaces = true) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
                                     text_params.size() + 1));
     for (size_t i = 0; i < text_params.size(); ++i) q.bind(static_cast<int>(i + 1), text_params[i]);
     q.bind(static_cast<int>(text_params.size() + 1), limit);
     std::vector<RunRecord> out;
-    while (q.step()) out.push_back(read_row(q));
+    while (q.step()) out.push_back(read_row(q, check_workspaces));
     // Metrics and metadata of many runs in a few queries, not two a run: on a
     // PostgreSQL store across a network each query is a round trip.
     constexpr size_t kIdsPerQuery = 500;
+    if (out.size() > kIdsPerQuery) {
+      // Most of the store (`series`, `check`, `site` read every run): one range scan of each
+      // table's primary key, rows of runs not asked for skipped, costs a third of the
+      // IN-list probes (docs/PERFORMANCE.md, "Results store: site and history").
+      int64_t lo = out.front().id, hi = out.front().id;
+      std::unordered_map<int64_t, RunRecord*> by_id;
+      by_id.reserve(out.size());
+      for (auto& r : out) {
+        lo = std::min(lo, r.id);
+        hi = std::max(hi, r.id);
+        by_id[r.id] = &r;
+      }
+      if (static_cast<double>(hi - lo + 1) <= 4.0 * static_cast<double>(out.size())) {
+        const std::string range = fmt::format("WHERE run_id BETWEEN {} AND {}", lo, hi);
+        auto m = db.prepare(fmt::format("SELECT run_id, name, value FROM run_metrics {}", range));
+        while (m.step())
+          if (auto it = by_id.find(m.column_int(0)); it != by_id.end())
+            it->second->metrics[m.column_text(1)] = m.column_double(2);
+        auto d = db.prepare(fmt::format("SELECT run_id, key, value FROM run_metadata {}", range));
+        while (d.step())
+          if (auto it = by_id.find(d.column_int(0)); it != by_id.end())
+            it->second->metadata[d.column_text(1)] = d.column_text(2);
+        return out;
+      }
+    }
     for (size_t begin = 0; begin < out.size(); begin += kIdsPerQuery) {
       const size_t end = std::min(out.size(), begin + kIdsPerQuery);
       std::map<int64_t, RunRecord*> by_id;
@@ -489,7 +516,8 @@ std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
   }
   std::lock_guard lock(impl_->mutex);
   return impl_->query(where + " ORDER BY id DESC", params,
-                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit));
+                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit),
+                      filter.check_workspaces);
 }
 
 std::optional<RunRecord> ResultsStore::get(int64_t id) const {

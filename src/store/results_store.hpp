@@ -61,6 +61,8 @@ struct RunFilter {
   std::optional<RunKind> kind;
   std::optional<RunStatus> status;
   size_t limit = 20;  // 0 = no limit
+  // false: workspace_exists is left true, no stat a run (series read thousands of runs).
+  bool check_workspaces = true;
 };
 
 class ResultsStore {

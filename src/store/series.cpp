@@ -45,12 +45,17 @@ struct Grouped {
 };
 
 Grouped group_runs(const ResultsStore& store) {
-  auto all = store.list({.status = RunStatus::kSucceeded, .limit = 0});
-  std::stable_sort(all.begin(), all.end(), [](const RunRecord& a, const RunRecord& b) {
-    return a.started_at != b.started_at ? a.started_at < b.started_at : a.id < b.id;
+  auto all = store.list({.status = RunStatus::kSucceeded, .limit = 0, .check_workspaces = false});
+  // Sorted by index, not by moving records (each a dozen strings and two maps) around.
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return all[a].started_at != all[b].started_at ? all[a].started_at < all[b].started_at
+                                                  : all[a].id < all[b].id;
   });
   Grouped g;
-  for (auto& r : all) {
+  for (size_t i : order) {
+    auto& r = all[i];
     auto key = series_key(r);
     auto id = series_id(key);
     g.keys.emplace(id, key);
