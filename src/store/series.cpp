@@ -44,8 +44,13 @@ struct Grouped {
   std::map<std::string, SeriesKey> keys;
 };
 
-Grouped group_runs(const ResultsStore& store) {
-  auto all = store.list({.status = RunStatus::kSucceeded, .limit = 0, .check_workspaces = false});
+// `with_metrics` false: the runs' metrics are left to read_metrics (one series' history
+// needs only its own runs' metrics).
+Grouped group_runs(const ResultsStore& store, bool with_metrics = true) {
+  auto all = store.list({.status = RunStatus::kSucceeded,
+                         .limit = 0,
+                         .check_workspaces = false,
+                         .with_metrics = with_metrics});
   // Sorted by index, not by moving records (each a dozen strings and two maps) around.
   std::vector<size_t> order(all.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -350,13 +355,16 @@ SeriesHistory history_of(const SeriesSummary& s, const std::vector<RunRecord>& r
 
 SeriesHistory series_history(const ResultsStore& store, const std::string& id_or_prefix,
                              const std::string& metric, const ChangeSettings& settings) {
-  auto g = group_runs(store);
-  std::vector<SeriesSummary> hits;
+  // Metrics only for the runs of the series asked for: most of a store is other series.
+  auto g = group_runs(store, /*with_metrics=*/false);
+  std::vector<std::string> hits;
   for (const auto& [id, runs] : g.runs)
-    if (id.compare(0, id_or_prefix.size(), id_or_prefix) == 0)
-      hits.push_back(summarize(id, g.keys[id], runs));
-  auto s = hits.size() == 1 && !id_or_prefix.empty() ? hits.front()
-                                                     : find_series(store, id_or_prefix);
+    if (id.compare(0, id_or_prefix.size(), id_or_prefix) == 0) hits.push_back(id);
+  const std::string id = hits.size() == 1 && !id_or_prefix.empty()
+                             ? hits.front()
+                             : find_series(store, id_or_prefix).id;
+  store.read_metrics(g.runs[id]);
+  const auto s = summarize(id, g.keys[id], g.runs[id]);
   std::string m = metric;
   if (m.empty()) {
     auto d = default_metrics(s.key.kind, s.metrics);
