@@ -19,6 +19,7 @@ Prints the median wall time of RUNS calls of each command (default 5).
 import json
 import os
 import random
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -75,13 +76,17 @@ def fill(db: Path, work: Path):
 
 
 def timed(cmd, runs):
-    times = []
+    """Median wall time, every wall time, median CPU time (user + system), the last output."""
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         times.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         assert proc.returncode == 0, proc.stderr
-    return statistics.median(times), times, proc.stdout
+    return statistics.median(times), times, statistics.median(cpu), proc.stdout
 
 
 def main():
@@ -98,12 +103,13 @@ def main():
         series = json.loads(subprocess.run([magpie, "results", "--db", db, "series", "--json"], check=True,
                                            capture_output=True, text=True).stdout)
         long_id = next(s["id"] for s in series if s["runs"] == 1000)
-        med, all_t, out = timed([magpie, "results", "--db", db, "site", "-o", tmp / "site"], runs)
+        med, all_t, cpu, out = timed([magpie, "results", "--db", db, "site", "-o", tmp / "site"], runs)
         size = sum(f.stat().st_size for f in (tmp / "site").rglob("*") if f.is_file())
-        print(f"results site     {n} runs, {len(series)} series: median {med:.3f} s "
+        print(f"results site     {n} runs, {len(series)} series: median {med:.3f} s, CPU {cpu:.3f} s "
               f"(all: {', '.join(f'{x:.3f}' for x in all_t)}); {size / 1e6:.1f} MB; {out.strip()}")
-        med, all_t, out = timed([magpie, "results", "--db", db, "history", long_id], runs)
-        print(f"results history  1000 points: median {med:.3f} s (all: {', '.join(f'{x:.3f}' for x in all_t)})")
+        med, all_t, cpu, out = timed([magpie, "results", "--db", db, "history", long_id], runs)
+        print(f"results history  1000 points: median {med:.3f} s, CPU {cpu:.3f} s "
+              f"(all: {', '.join(f'{x:.3f}' for x in all_t)})")
 
 
 if __name__ == "__main__":
