@@ -14,9 +14,7 @@ link (index -> series page, point -> its run's benchmark_report.html) pointing
 at a file that is there. A rebuild replaces the site; a folder of other files is
 refused (exit 2) and left alone. About 10 s."""
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -26,35 +24,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO_ROOT  # noqa: E402
 from test_html import render  # noqa: E402
-from test_results_series import Stub, git, run  # noqa: E402
+from test_results_series import FAST_COMMITS, SLOW_COMMITS, record_series, run  # noqa: E402
 
 pytestmark = pytest.mark.e2e
-
-FAST_COMMITS, SLOW_COMMITS = 6, 5
 
 
 @pytest.fixture(scope="module")
 def site(magpie, tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, MAGPIE_RESULTS_DB=str(root / "results.db"), MAGPIE_HOST_CLASS="e2e-runner")
-    repo = root / "project"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    fast, slow = Stub(40, 4), Stub(80, 8)
-    commits = []
-    try:
-        for i in range(FAST_COMMITS + SLOW_COMMITS):
-            (repo / "version.txt").write_text(f"{i}\n")
-            git(repo, "add", "version.txt")
-            commits.append(git(repo, "commit", "-q", "-m", f"change {i}"))
-            stub = fast if i < FAST_COMMITS else slow
-            for _ in range(2 if i == 0 else 1):
-                run(magpie, "benchmark", "vllm", "--endpoint", stub.url, "--concurrency", "2", "--num-prompts", "6",
-                    "--input-len", "8", "--output-len", "4", "--range-ratio", "0", "--token-id-max", "4000",
-                    "--warmups", "0", "--request-timeout", "60", "--html", "-o", root / "out", env=env, cwd=repo)
-    finally:
-        fast.stop()
-        slow.stop()
+    recorded = record_series(magpie, root, "--html")
+    env, repo, commits = recorded["env"], recorded["repo"], recorded["commits"]
     run(magpie, "benchmark", "--trace-dir", REPO_ROOT / "examples" / "traces", "-o", root / "gap", "--html",
         env=env, cwd=repo)
     proc = run(magpie, "results", "site", "-o", root / "site", env=env)
