@@ -120,6 +120,7 @@ void ResultsCommand::register_with(CLI::App& app) {
       "  magpie results series                           # runs grouped into comparable series\n"
       "  magpie results history 3f2a9c01de --metric ttft.median_ms\n"
       "  magpie results check --since 7d --junit check.xml   # exit 9 on a regression\n"
+      "  magpie results site -o site                     # static offline site of every series\n"
       "See docs/RESULTS.md.");
   sub_->require_subcommand(1);
   sub_->add_option("--db", db_,
@@ -282,6 +283,22 @@ void ResultsCommand::register_with(CLI::App& app) {
                      "Also write FILE: Markdown for a GitHub Actions job summary");
   check_->add_option("--bmf", bmf_, "Also write FILE: Bencher Metric Format JSON (latest points)");
   check_->add_option("--csv", csv_, "Also write FILE: CSV, one row per change");
+
+  site_ = sub_->add_subcommand(
+      "site",
+      "A static, offline site over the store: DIR/index.html lists every series (kind, GPU, "
+      "engine,\n"
+      "model, points, last value, latest change and verdict); DIR/series/<id>.html has a trend "
+      "chart per\n"
+      "key metric (points, 95% CI band, change points) with each point linked to its run's HTML "
+      "report.\n"
+      "Built beside DIR and renamed into place; an earlier site in DIR is replaced.\n"
+      "Example: magpie results site -o results-site --since 30d");
+  site_->add_option("-o,--output", site_dir_, "Folder for the site (new, or an earlier site)")
+      ->required();
+  site_->add_option("--since", since_,
+                    "Only series run since DATE, and their points from then on (2026-12-01, "
+                    "2026-12-01T08:00:00Z, or 30d)");
 }
 
 int ResultsCommand::run(bool /*verbose*/) {
@@ -294,6 +311,7 @@ int ResultsCommand::run(bool /*verbose*/) {
   if (series_->parsed()) return run_series();
   if (history_->parsed()) return run_history();
   if (check_->parsed()) return run_check();
+  if (site_->parsed()) return run_site();
   return 0;
 }
 
@@ -455,6 +473,18 @@ int ResultsCommand::run_check() {
     std::cerr << fmt::format("wrote {}\n", file);
   }
   return result.regression() ? kExitRegression : 0;
+}
+
+int ResultsCommand::run_site() {
+  jobs::ResultsSiteRequest request;
+  request.store = db_;
+  request.output_dir = site_dir_;
+  request.since = since_;
+  const auto outcome = jobs::build_results_site(request);
+  std::cout << fmt::format("site of {} series ({} runs, {} points linked to reports): {}\n",
+                           outcome.series, outcome.runs, outcome.linked_points,
+                           outcome.index.string());
+  return 0;
 }
 
 }  // namespace magpie::app

@@ -24,6 +24,7 @@ class ResultsCommand {
   int run_series();
   int run_history();
   int run_check();
+  int run_site();
 
   CLI::App* sub_ = nullptr;
   CLI::App* list_ = nullptr;
@@ -34,6 +35,7 @@ class ResultsCommand {
   CLI::App* series_ = nullptr;
   CLI::App* history_ = nullptr;
   CLI::App* check_ = nullptr;
+  CLI::App* site_ = nullptr;
   std::string db_;
   // list
   std::string kind_, status_;
@@ -65,6 +67,8 @@ class ResultsCommand {
   std::string since_;
   double min_change_ = 0.02;
   std::string junit_, github_summary_, bmf_, csv_;
+  // site
+  std::string site_dir_;
 };
 
 }  // namespace magpie::app

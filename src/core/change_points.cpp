@@ -27,13 +27,34 @@ struct SplitMix {
   }
 };
 
-void shuffle(std::vector<double>& v, SplitMix& rng) {
-  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+// The same swaps as shuffling the values themselves: values[perm[k]] is the shuffled series.
+void shuffle(std::vector<size_t>& perm, SplitMix& rng) {
+  for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
 }
 
-}  // namespace
+// Each value's rank among the values, and the prefix sums of the sorted values.
+// A shuffle of the values shuffles their ranks and leaves the sums: the
+// permutation test ranks a segment once, not once a shuffle.
+struct Ranks {
+  std::vector<size_t> rank;
+  std::vector<double> prefix;
+};
 
-Split best_split(std::span<const double> y, size_t min_size) {
+Ranks rank_values(std::span<const double> y) {
+  const size_t m = y.size();
+  std::vector<size_t> order(m);
+  for (size_t i = 0; i < m; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] < y[b]; });
+  Ranks r{std::vector<size_t>(m), std::vector<double>(m + 1, 0)};
+  for (size_t k = 0; k < m; ++k) {
+    r.rank[order[k]] = k;
+    r.prefix[k + 1] = r.prefix[k] + y[order[k]];
+  }
+  return r;
+}
+
+Split split_search(std::span<const double> y, const std::vector<size_t>& rank,
+                   const std::vector<double>& prefix, size_t min_size) {
   const size_t m = y.size();
   min_size = std::max<size_t>(min_size, 2);  // a part needs a pair for its own spread
   if (m < 2 * min_size) return {};
@@ -43,15 +64,6 @@ Split best_split(std::span<const double> y, size_t min_size) {
   // and to the left part from a Fenwick tree over value ranks (count and sum
   // of the values already moved), so a split search is O(m log m), not O(m²):
   // the permutation test runs it 200 times per change point.
-  std::vector<size_t> order(m);
-  for (size_t i = 0; i < m; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] < y[b]; });
-  std::vector<size_t> rank(m);
-  std::vector<double> prefix(m + 1, 0);
-  for (size_t r = 0; r < m; ++r) {
-    rank[order[r]] = r;
-    prefix[r + 1] = prefix[r] + y[order[r]];
-  }
   auto to_all = [&](size_t t) {
     const double r = static_cast<double>(rank[t]);
     return y[t] * r - prefix[rank[t]] + (prefix[m] - prefix[rank[t] + 1]) -
@@ -97,6 +109,14 @@ Split best_split(std::span<const double> y, size_t min_size) {
   return best;
 }
 
+}  // namespace
+
+Split best_split(std::span<const double> y, size_t min_size) {
+  if (y.size() < 2 * std::max<size_t>(min_size, 2)) return {};
+  const Ranks r = rank_values(y);
+  return split_search(y, r.rank, r.prefix, min_size);
+}
+
 std::vector<ChangePoint> e_divisive(std::span<const double> values,
                                     const ChangePointSettings& settings) {
   std::vector<ChangePoint> found;
@@ -118,16 +138,25 @@ std::vector<ChangePoint> e_divisive(std::span<const double> values,
       return l.split.index == 0 || (r.split.index != 0 && l.split.q < r.split.q);
     });
     if (it == segments.end() || it->split.index == 0) break;
-    std::vector<double> shuffled(values.begin() + static_cast<std::ptrdiff_t>(it->begin),
-                                 values.begin() + static_cast<std::ptrdiff_t>(it->end));
+    const auto segment = values.subspan(it->begin, it->end - it->begin);
+    const Ranks ranks = rank_values(segment);
+    std::vector<size_t> perm(segment.size()), shuffled_rank(segment.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+    std::vector<double> shuffled(segment.size());
     int beaten = 0, done = 0;
     for (; done < perms && beaten <= needed; ++done) {
       if (beaten == 0 && done == settings.decisive) break;  // none beat it: clearly significant
-      shuffle(shuffled, rng);
+      shuffle(perm, rng);
+      for (size_t i = 0; i < perm.size(); ++i) {
+        shuffled[i] = segment[perm[i]];
+        shuffled_rank[i] = ranks.rank[perm[i]];
+      }
       // A shuffle that puts the same values on each side has the same Q; summed in another
       // order it may come out a rounding error below. It counts as beating the split.
       const double tie = 1e-9 * std::fabs(it->split.q);
-      if (best_split(shuffled, settings.min_size).q >= it->split.q - tie) ++beaten;
+      if (split_search(shuffled, shuffled_rank, ranks.prefix, settings.min_size).q >=
+          it->split.q - tie)
+        ++beaten;
     }
     const double p = (beaten + 1.0) / (done + 1.0);
     if (beaten > needed || p > settings.alpha) break;

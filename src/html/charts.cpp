@@ -121,6 +121,7 @@ Chart xy_chart(std::string title, std::string caption, const std::vector<XYSerie
       if ((log_x && s.x[k] <= 0) || (log_y && s.y[k] <= 0)) continue;
       json p = {{"x", s.x[k]}, {"y", s.y[k]}};
       if (k < s.point_labels.size()) p["label"] = s.point_labels[k];
+      if (k < s.point_links.size() && !s.point_links[k].empty()) p["href"] = s.point_links[k];
       data.push_back(p);
     }
     datasets.push_back({{"label", s.label},
@@ -137,6 +138,61 @@ Chart xy_chart(std::string title, std::string caption, const std::vector<XYSerie
                    {"plugins", {{"legend", {{"display", true}}}}},
                    {"scales", {{"x", axis(x_axis, log_x)}, {"y", axis(y_axis, log_y)}}}}}};
   return make(std::move(title), std::move(caption), std::move(config), 360);
+}
+
+Chart trend_chart(std::string title, std::string caption, const std::vector<TrendPoint>& points,
+                  const std::vector<TrendMark>& marks, std::string value_axis) {
+  XYSeries low{"95% CI (low)", {}, {}, {}, true}, high{"95% CI (high)", {}, {}, {}, true},
+      value{"value", {}, {}, {}, true}, regressions{"regression", {}, {}, {}, false},
+      improvements{"improvement", {}, {}, {}, false};
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    const double x = static_cast<double>(i);
+    value.x.push_back(x);
+    value.y.push_back(p.value);
+    value.point_labels.push_back(p.label);
+    value.point_links.push_back(p.link);
+    if (p.low && p.high) {
+      low.x.push_back(x);
+      low.y.push_back(*p.low);
+      high.x.push_back(x);
+      high.y.push_back(*p.high);
+    }
+  }
+  for (const auto& m : marks) {
+    if (m.index >= points.size()) continue;
+    auto& s = m.regression ? regressions : improvements;
+    s.x.push_back(static_cast<double>(m.index));
+    s.y.push_back(points[m.index].value);
+    s.point_labels.push_back(m.label);
+    s.point_links.push_back(points[m.index].link);
+  }
+  Chart c = xy_chart(std::move(title), std::move(caption),
+                     {low, high, value, regressions, improvements}, "point (oldest first)",
+                     std::move(value_axis));
+  auto d = c.config["data"]["datasets"];
+  // The band: the high line filled down to the low one, neither drawn as points.
+  for (size_t i : {0, 1}) {
+    d[i]["pointRadius"] = 0;
+    d[i]["borderWidth"] = 0;
+    d[i]["backgroundColor"] = palette(0, 0.18);
+  }
+  d[1]["fill"] = "-1";
+  d[2]["borderColor"] = palette(0);
+  d[2]["backgroundColor"] = palette(0);
+  d[2]["pointRadius"] = points.size() > 200 ? 1 : 3;
+  d[3]["borderColor"] = d[3]["backgroundColor"] = verdict_colour("SLOWER");
+  d[4]["borderColor"] = d[4]["backgroundColor"] = verdict_colour("FASTER");
+  for (size_t i : {3, 4}) {
+    d[i]["pointRadius"] = 8;
+    d[i]["pointStyle"] = "triangle";
+  }
+  // Only what the series has: no band without CIs, no empty kind of marker.
+  nlohmann::json kept = nlohmann::json::array();
+  for (size_t i = 0; i < d.size(); ++i)
+    if (i == 2 || !d[i]["data"].empty()) kept.push_back(d[i]);
+  c.config["data"]["datasets"] = kept;
+  return c;
 }
 
 Chart interval_chart(std::string title, std::string caption, const std::vector<IntervalRow>& rows,

@@ -20,6 +20,7 @@ struct XYSeries {
   std::vector<double> x, y;
   std::vector<std::string> point_labels;  // optional, shown in the tooltip title
   bool line = false;                      // connect the points
+  std::vector<std::string> point_links;   // optional, a relative link opened on click
 };
 
 // A confidence interval per row: estimate and [low, high], and its verdict.
@@ -41,6 +42,23 @@ Chart ecdf_chart(std::string title, std::string caption, const std::vector<Serie
 // Scatter / lines over numeric axes.
 Chart xy_chart(std::string title, std::string caption, const std::vector<XYSeries>& series,
                std::string x_axis, std::string y_axis, bool log_x = false, bool log_y = false);
+
+// One metric along a series (results site): the points as a line with their
+// CI band, and markers at the first point of each new level, red where it is
+// a regression and green where an improvement. x is the point's index.
+struct TrendPoint {
+  double value = 0;
+  std::optional<double> low, high;  // its CI, when it has one
+  std::string label;                // tooltip title: commit, date, runs
+  std::string link;                 // "" = none
+};
+struct TrendMark {
+  size_t index = 0;  // into the points
+  bool regression = false;
+  std::string label;
+};
+Chart trend_chart(std::string title, std::string caption, const std::vector<TrendPoint>& points,
+                  const std::vector<TrendMark>& marks, std::string value_axis);
 
 // Intervals as floating horizontal bars with the estimate as a point, and a
 // reference line (1.0 for ratios, 0 for deltas).

@@ -84,6 +84,7 @@ constexpr std::string_view kDriver = R"js(
   });
   var specs = JSON.parse(document.getElementById('magpie-charts').textContent);
   body.setAttribute('data-charts-expected', String(specs.length));
+  body.setAttribute('data-charts-rendered', '0');
   if (typeof Chart === 'undefined') { fail('Chart.js did not load'); return; }
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;
@@ -110,6 +111,29 @@ constexpr std::string_view kDriver = R"js(
           return Math.abs(l - Math.round(l)) < 1e-9 ? String(+Number(v).toPrecision(1)) : '';
         };
       });
+      // Points may carry a tooltip title ("label") and a link ("href") of their own.
+      var points = [];
+      ((cfg.data && cfg.data.datasets) || []).forEach(function (d) {
+        (d.data || []).forEach(function (p) { if (p && typeof p === 'object') points.push(p); });
+      });
+      cfg.options = cfg.options || {};
+      if (points.some(function (p) { return p.label; })) {
+        var plugins = cfg.options.plugins = cfg.options.plugins || {};
+        var tooltip = plugins.tooltip = plugins.tooltip || {};
+        tooltip.callbacks = tooltip.callbacks || {};
+        tooltip.callbacks.title = function (items) {
+          var p = items.length ? items[0].raw : null;
+          return p && p.label ? p.label : (items.length ? items[0].label : '');
+        };
+      }
+      if (points.some(function (p) { return p.href; })) {
+        cfg.options.onClick = function (event, elements, chart) {
+          for (var i = 0; i < elements.length; ++i) {
+            var p = chart.data.datasets[elements[i].datasetIndex].data[elements[i].index];
+            if (p && p.href) { window.location.href = p.href; return; }
+          }
+        };
+      }
       new Chart(document.getElementById(s.id), cfg);
     } catch (e) { fail('chart ' + s.id + ': ' + e); }
   });
@@ -159,10 +183,20 @@ std::string render_page(const Page& page) {
         out += "<table><thead><tr>";
         for (const auto& col : t.columns) out += fmt::format("<th>{}</th>", escape_html(col));
         out += "</tr></thead><tbody>\n";
-        for (const auto& row : t.rows) {
+        for (size_t r = 0; r < t.rows.size(); ++r) {
           out += "<tr>";
-          for (const auto& cell : row)
-            out += fmt::format("<td title=\"{0}\">{0}</td>", escape_html(cell));
+          for (size_t c = 0; c < t.rows[r].size(); ++c) {
+            const std::string cell = escape_html(t.rows[r][c]);
+            const std::string* link =
+                r < t.links.size() && c < t.links[r].size() && !t.links[r][c].empty()
+                    ? &t.links[r][c]
+                    : nullptr;
+            if (link)
+              out += fmt::format("<td title=\"{0}\"><a href=\"{1}\">{0}</a></td>", cell,
+                                 escape_html(*link));
+            else
+              out += fmt::format("<td title=\"{0}\">{0}</td>", cell);
+          }
           out += "</tr>\n";
         }
         out += "</tbody></table>\n";

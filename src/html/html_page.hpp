@@ -3,7 +3,9 @@
 // rendered into one self-contained HTML file. Chart.js is inlined, a
 // Content-Security-Policy forbids every network request, and the page's
 // script records in the DOM which charts were drawn and any JavaScript error
-// (docs/HTML_REPORTS.md: what the headless-Chromium test checks).
+// (docs/HTML_REPORTS.md: what the headless-Chromium test checks). A chart
+// point with an "href" opens that (relative) link when clicked; one with a
+// "label" shows it as its tooltip's title.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -23,6 +25,8 @@ struct Chart {
 struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
+  // Optional, shaped like rows: a relative link per cell ("" = plain text).
+  std::vector<std::vector<std::string>> links;
 };
 
 struct Section {

@@ -4,6 +4,7 @@
 // parts only their written files hold (TraceLens stage tables, the serving
 // workspace's per-request records), which small readers here load.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "kernel/ranking.hpp"
 #include "store/op_table_compare.hpp"
 #include "store/report_diff.hpp"
+#include "store/series.hpp"
 
 namespace magpie::html {
 
@@ -60,6 +62,20 @@ Page serving_page(const std::filesystem::path& workspace);
 // `magpie trace-diff`: the critical path by category and the matched ops and
 // kernels, before beside after.
 Page trace_diff_page(const analysis::TraceDiff& diff);
+
+// `magpie results site`: the index of every series (kind, GPU, engine, model,
+// points, last value, the latest confirmed change and its verdict), each row
+// linked to its page at results_series_page_path(id), relative to the index.
+Page results_site_index_page(const std::vector<store::SeriesOverview>& series,
+                             const std::string& store_name, const std::string& since = {});
+// One series: per key metric a trend chart (points, CI band, change points)
+// and its changes, then the points' runs. `report_links` maps a run's
+// workspace (as recorded) to its HTML report, relative to this page; a point
+// links to the first of its runs that has one. `since`: points from then on.
+Page results_series_page(const store::SeriesOverview& series,
+                         const std::map<std::string, std::string>& report_links,
+                         const std::string& since = {});
+std::string results_series_page_path(const std::string& series_id);  // "series/<id>.html"
 
 // Renders and writes atomically; returns the path.
 std::filesystem::path write_page(const Page& page, const std::filesystem::path& path);

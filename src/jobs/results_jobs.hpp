@@ -50,4 +50,23 @@ struct ResultsDiffOutcome {
 // a gone workspace), and whatever store::diff_reports / compare_op_tables throw.
 ResultsDiffOutcome diff_runs(const ResultsDiffRequest& request);
 
+struct ResultsSiteRequest {
+  std::filesystem::path store;       // empty = the default store
+  std::filesystem::path output_dir;  // made, or replaced when it holds an earlier site
+  std::string since;                 // "" = all; else as `results check --since`
+};
+
+struct ResultsSiteOutcome {
+  std::filesystem::path index;  // output_dir/index.html
+  size_t series = 0, runs = 0;
+  size_t linked_points = 0;  // points of the headline metrics linked to a run's report
+};
+
+// `magpie results site`: a static, offline site over the store (index.html and
+// series/<id>.html, html/html_reports.hpp), built in a folder beside
+// output_dir and renamed into place, so a reader sees the old site or the new
+// one. Throws Error(kUsage) when output_dir is a file, or a folder that is
+// neither empty nor a site made here; kUsage for a bad `since`.
+ResultsSiteOutcome build_results_site(const ResultsSiteRequest& request);
+
 }  // namespace magpie::jobs

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <span>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "store/detail/postgres.hpp"
@@ -169,7 +171,7 @@ void migrate(Database& db) {
   tx.commit();
 }
 
-RunRecord read_row(const Statement& q) {
+RunRecord read_row(const Statement& q, bool check_workspace) {
   RunRecord r;
   r.id = q.column_int(0);
   r.kind = run_kind_from_string(q.column_text(1)).value_or(RunKind::kBenchmark);
@@ -186,7 +188,7 @@ RunRecord read_row(const Statement& q) {
   r.pid = q.column_int(12);
   r.host = q.column_text(13);
   std::error_code ec;
-  r.workspace_exists = r.workspace.empty() || fs::exists(r.workspace, ec);
+  r.workspace_exists = !check_workspace || r.workspace.empty() || fs::exists(r.workspace, ec);
   return r;
 }
 
@@ -278,32 +280,65 @@ struct ResultsStore::Impl {
   std::mutex mutex;
 
   std::vector<RunRecord> query(std::string_view where_and_order,
-                               const std::vector<std::string>& text_params, int64_t limit) {
+                               const std::vector<std::string>& text_params, int64_t limit,
+                               bool check_workspaces = true, bool with_metrics = true) {
     auto q = db.prepare(fmt::format("SELECT {} FROM runs {} LIMIT ?{}", kColumns, where_and_order,
                                     text_params.size() + 1));
     for (size_t i = 0; i < text_params.size(); ++i) q.bind(static_cast<int>(i + 1), text_params[i]);
     q.bind(static_cast<int>(text_params.size() + 1), limit);
     std::vector<RunRecord> out;
-    while (q.step()) out.push_back(read_row(q));
-    // Metrics and metadata of many runs in a few queries, not two a run: on a
-    // PostgreSQL store across a network each query is a round trip.
+    while (q.step()) out.push_back(read_row(q, check_workspaces));
+    attach(out, with_metrics, true);
+    return out;
+  }
+
+  // Reads the metrics and/or metadata of `runs` (replacing what they hold).
+  // Many runs in a few queries, not two a run: on a PostgreSQL store across a
+  // network each query is a round trip.
+  void attach(std::span<RunRecord> runs, bool metrics, bool metadata) {
+    auto read = [&](const std::string& where, auto&& find) {
+      if (metrics) {
+        auto m = db.prepare(fmt::format("SELECT run_id, name, value FROM run_metrics {}", where));
+        while (m.step())
+          if (RunRecord* r = find(m.column_int(0))) r->metrics[m.column_text(1)] = m.column_double(2);
+      }
+      if (metadata) {
+        auto d = db.prepare(fmt::format("SELECT run_id, key, value FROM run_metadata {}", where));
+        while (d.step())
+          if (RunRecord* r = find(d.column_int(0))) r->metadata[d.column_text(1)] = d.column_text(2);
+      }
+    };
     constexpr size_t kIdsPerQuery = 500;
-    for (size_t begin = 0; begin < out.size(); begin += kIdsPerQuery) {
-      const size_t end = std::min(out.size(), begin + kIdsPerQuery);
+    if (runs.size() > kIdsPerQuery) {
+      // Most of the store (`series`, `check`, `site` read every run): one range scan of each
+      // table's primary key, rows of runs not asked for skipped, costs a third of the
+      // IN-list probes (docs/PERFORMANCE.md, "Results store: site and history").
+      int64_t lo = runs.front().id, hi = runs.front().id;
+      std::unordered_map<int64_t, RunRecord*> by_id;
+      by_id.reserve(runs.size());
+      for (auto& r : runs) {
+        lo = std::min(lo, r.id);
+        hi = std::max(hi, r.id);
+        by_id[r.id] = &r;
+      }
+      if (static_cast<double>(hi - lo + 1) <= 4.0 * static_cast<double>(runs.size())) {
+        read(fmt::format("WHERE run_id BETWEEN {} AND {}", lo, hi), [&](int64_t id) {
+          auto it = by_id.find(id);
+          return it == by_id.end() ? nullptr : it->second;
+        });
+        return;
+      }
+    }
+    for (size_t begin = 0; begin < runs.size(); begin += kIdsPerQuery) {
+      const size_t end = std::min(runs.size(), begin + kIdsPerQuery);
       std::map<int64_t, RunRecord*> by_id;
       std::string ids;
       for (size_t i = begin; i < end; ++i) {
-        by_id[out[i].id] = &out[i];
-        ids += fmt::format("{}{}", ids.empty() ? "" : ",", out[i].id);
+        by_id[runs[i].id] = &runs[i];
+        ids += fmt::format("{}{}", ids.empty() ? "" : ",", runs[i].id);
       }
-      auto m = db.prepare(
-          fmt::format("SELECT run_id, name, value FROM run_metrics WHERE run_id IN ({})", ids));
-      while (m.step()) by_id.at(m.column_int(0))->metrics[m.column_text(1)] = m.column_double(2);
-      auto d = db.prepare(
-          fmt::format("SELECT run_id, key, value FROM run_metadata WHERE run_id IN ({})", ids));
-      while (d.step()) by_id.at(d.column_int(0))->metadata[d.column_text(1)] = d.column_text(2);
+      read(fmt::format("WHERE run_id IN ({})", ids), [&](int64_t id) { return by_id.at(id); });
     }
-    return out;
   }
 };
 
@@ -489,7 +524,14 @@ std::vector<RunRecord> ResultsStore::list(const RunFilter& filter) const {
   }
   std::lock_guard lock(impl_->mutex);
   return impl_->query(where + " ORDER BY id DESC", params,
-                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit));
+                      filter.limit == 0 ? kNoLimit : static_cast<int64_t>(filter.limit),
+                      filter.check_workspaces, filter.with_metrics);
+}
+
+void ResultsStore::read_metrics(std::span<RunRecord> runs) const {
+  for (auto& r : runs) r.metrics.clear();
+  std::lock_guard lock(impl_->mutex);
+  impl_->attach(runs, true, false);
 }
 
 std::optional<RunRecord> ResultsStore::get(int64_t id) const {

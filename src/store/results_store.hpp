@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,10 @@ struct RunFilter {
   std::optional<RunKind> kind;
   std::optional<RunStatus> status;
   size_t limit = 20;  // 0 = no limit
+  // false: workspace_exists is left true, no stat a run (series read thousands of runs).
+  bool check_workspaces = true;
+  // false: metrics left empty, for read_metrics to fill for the runs that need them.
+  bool with_metrics = true;
 };
 
 class ResultsStore {
@@ -96,6 +101,8 @@ class ResultsStore {
   // Newest first.
   std::vector<RunRecord> list(const RunFilter& filter) const;
   std::optional<RunRecord> get(int64_t id) const;
+  // Reads (replaces) the metrics of runs listed without them (RunFilter::with_metrics).
+  void read_metrics(std::span<RunRecord> runs) const;
   // The newest run whose workspace is `workspace` (compared as absolute, normalised paths).
   std::optional<RunRecord> find_by_workspace(const std::filesystem::path& workspace) const;
 

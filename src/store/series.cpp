@@ -44,13 +44,23 @@ struct Grouped {
   std::map<std::string, SeriesKey> keys;
 };
 
-Grouped group_runs(const ResultsStore& store) {
-  auto all = store.list({.status = RunStatus::kSucceeded, .limit = 0});
-  std::stable_sort(all.begin(), all.end(), [](const RunRecord& a, const RunRecord& b) {
-    return a.started_at != b.started_at ? a.started_at < b.started_at : a.id < b.id;
+// `with_metrics` false: the runs' metrics are left to read_metrics (one series' history
+// needs only its own runs' metrics).
+Grouped group_runs(const ResultsStore& store, bool with_metrics = true) {
+  auto all = store.list({.status = RunStatus::kSucceeded,
+                         .limit = 0,
+                         .check_workspaces = false,
+                         .with_metrics = with_metrics});
+  // Sorted by index, not by moving records (each a dozen strings and two maps) around.
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return all[a].started_at != all[b].started_at ? all[a].started_at < all[b].started_at
+                                                  : all[a].id < all[b].id;
   });
   Grouped g;
-  for (auto& r : all) {
+  for (size_t i : order) {
+    auto& r = all[i];
     auto key = series_key(r);
     auto id = series_id(key);
     g.keys.emplace(id, key);
@@ -345,13 +355,16 @@ SeriesHistory history_of(const SeriesSummary& s, const std::vector<RunRecord>& r
 
 SeriesHistory series_history(const ResultsStore& store, const std::string& id_or_prefix,
                              const std::string& metric, const ChangeSettings& settings) {
-  auto g = group_runs(store);
-  std::vector<SeriesSummary> hits;
+  // Metrics only for the runs of the series asked for: most of a store is other series.
+  auto g = group_runs(store, /*with_metrics=*/false);
+  std::vector<std::string> hits;
   for (const auto& [id, runs] : g.runs)
-    if (id.compare(0, id_or_prefix.size(), id_or_prefix) == 0)
-      hits.push_back(summarize(id, g.keys[id], runs));
-  auto s = hits.size() == 1 && !id_or_prefix.empty() ? hits.front()
-                                                     : find_series(store, id_or_prefix);
+    if (id.compare(0, id_or_prefix.size(), id_or_prefix) == 0) hits.push_back(id);
+  const std::string id = hits.size() == 1 && !id_or_prefix.empty()
+                             ? hits.front()
+                             : find_series(store, id_or_prefix).id;
+  store.read_metrics(g.runs[id]);
+  const auto s = summarize(id, g.keys[id], g.runs[id]);
   std::string m = metric;
   if (m.empty()) {
     auto d = default_metrics(s.key.kind, s.metrics);
@@ -363,6 +376,26 @@ SeriesHistory series_history(const ResultsStore& store, const std::string& id_or
                 store.path().string(), std::nullopt,
                 fmt::format("its metrics: {}", fmt::join(s.metrics, ", ")));
   return history_of(s, g.runs[s.id], m, settings);
+}
+
+std::vector<SeriesOverview> series_overviews(const ResultsStore& store, const std::string& since,
+                                             const ChangeSettings& settings) {
+  auto g = group_runs(store);
+  std::vector<SeriesOverview> out;
+  for (const auto& [id, runs] : g.runs) {
+    auto s = summarize(id, g.keys[id], runs);
+    if (!since.empty() && s.last_at < since) continue;
+    auto metrics = default_metrics(s.key.kind, s.metrics);
+    if (metrics.empty() && !s.metrics.empty()) metrics.push_back(s.metrics.front());
+    SeriesOverview o{s, {}};
+    for (const auto& m : metrics) o.histories.push_back(history_of(s, runs, m, settings));
+    out.push_back(std::move(o));
+  }
+  std::sort(out.begin(), out.end(), [](const SeriesOverview& a, const SeriesOverview& b) {
+    return a.series.last_at != b.series.last_at ? a.series.last_at > b.series.last_at
+                                                : a.series.id < b.series.id;
+  });
+  return out;
 }
 
 std::string resolve_since(const std::string& since) {

@@ -119,6 +119,19 @@ SeriesHistory series_history(const ResultsStore& store, const std::string& id_or
                              const std::string& metric = {},
                              const ChangeSettings& settings = {});
 
+// A series with the histories of its key metrics (default_metrics, else its
+// first metric): what a site over the whole store shows.
+struct SeriesOverview {
+  SeriesSummary series;
+  std::vector<SeriesHistory> histories;
+};
+// Every series, most recently run first, from one read of the store. With
+// `since` (as resolve_since gives it), series with no run from then on are left
+// out; the histories stay whole, so a change is judged against all of it.
+std::vector<SeriesOverview> series_overviews(const ResultsStore& store,
+                                             const std::string& since = {},
+                                             const ChangeSettings& settings = {});
+
 struct CheckSettings {
   std::string since;                // ISO date or time, or "7d"; "" = all
   std::vector<std::string> series;  // ids or prefixes; empty = all

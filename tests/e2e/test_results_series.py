@@ -61,9 +61,10 @@ def git(repo, *args):
                           check=True).stdout.strip() if args[0] == "commit" else ""
 
 
-@pytest.fixture(scope="module")
-def store(magpie, tmp_path_factory):
-    root = tmp_path_factory.mktemp("series")
+def record_series(magpie, root: Path, *benchmark_args) -> dict:
+    """The store this suite reads (and test_results_site.py builds a site over): a private
+    store under `root`, the runs along commits of a throwaway repository as the module
+    docstring says; `benchmark_args` are added to each benchmark (e.g. --html)."""
     env = dict(os.environ, MAGPIE_RESULTS_DB=str(root / "results.db"), MAGPIE_HOST_CLASS="e2e-runner")
     repo = root / "project"
     repo.mkdir()
@@ -79,11 +80,17 @@ def store(magpie, tmp_path_factory):
             for _ in range(2 if i == 0 else 1):
                 run(magpie, "benchmark", "vllm", "--endpoint", stub.url, "--concurrency", "2", "--num-prompts", "6",
                     "--input-len", "8", "--output-len", "4", "--range-ratio", "0", "--token-id-max", "4000",
-                    "--warmups", "0", "--request-timeout", "60", "-o", root / "out", env=env, cwd=repo)
+                    "--warmups", "0", "--request-timeout", "60", *benchmark_args, "-o", root / "out", env=env,
+                    cwd=repo)
     finally:
         fast.stop()
         slow.stop()
-    return {"root": root, "env": env, "commits": commits}
+    return {"root": root, "env": env, "commits": commits, "repo": repo}
+
+
+@pytest.fixture(scope="module")
+def store(magpie, tmp_path_factory):
+    return record_series(magpie, tmp_path_factory.mktemp("series"))
 
 
 def the_series(magpie, store):
