@@ -175,10 +175,16 @@ def test_mooncake_trace_is_replayed_on_its_timestamps_with_shared_blocks(magpie,
     assert all(r["start_s"] >= r["scheduled_s"] for r in records)  # never early
     received = sorted(stub_log(log), key=lambda r: r["arrival"])
     assert received[-1]["arrival"] - received[0]["arrival"] >= 0.38  # spread over the trace's 0.39 s, not at once
-    # Same hash id, same block: an odd request finds its even neighbour's 512 tokens cached.
+    # Same hash id, same block: an odd request finds its even neighbour's 512 tokens cached
+    # whenever the even one was prefilled before it arrived (10 ms later; under heavy load the
+    # stub itself can be later than that, which is the stub's timing, not the client's).
+    in_time = 0
     for even, odd in zip(received[0::2], received[1::2]):
         assert odd["prompt"][:512] == even["prompt"]
-        assert odd["cached_tokens"] == 512, odd["cached_tokens"]
+        if even["prefilled_at"] < odd["arrival"]:
+            in_time += 1
+            assert odd["cached_tokens"] == 512, odd["cached_tokens"]
+    assert in_time > 0, "no even request was prefilled before its odd neighbour arrived: the machine is too loaded"
     assert received[2]["prompt"][:512] != received[0]["prompt"][:512]
 
 

@@ -308,6 +308,7 @@ class TimedStreamServer:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
                      b"transfer-encoding: chunked\r\n\r\n")
         late_ms = []
+        prefilled_at = None
         for k in range(n):
             deadline = arrival + self.ttft_s + prefill_s + k * self.itl_s
             while (wait := deadline - time.monotonic()) > 0:  # never early, whatever the timer does
@@ -327,6 +328,7 @@ class TimedStreamServer:
             writer.write(sse(event))
             if k == 0 and self.cache is not None:  # prefilled: from now on its prompt is cached
                 self.cache.insert(tokens)
+                prefilled_at = time.monotonic()
             await writer.drain()
             late_ms.append((time.monotonic() - deadline) * 1e3)
             self.tokens += 1
@@ -344,6 +346,7 @@ class TimedStreamServer:
                       "arrival": arrival}
             if self.cache is not None:
                 record.update(api="chat" if chat else "completions", prompt=tokens, cached_tokens=cached,
+                              prefilled_at=prefilled_at if n else None,
                               reply=reply, headers={k: v for k, v in (headers or {}).items() if k.startswith("x-")})
             self.log.write(json.dumps(record) + "\n")
             self.log.flush()
