@@ -7,7 +7,9 @@ with a message when the PostgreSQL server binaries are not installed.
 
 Checks: runs recorded by the CLI and imported workspaces list, show and diff
 as with SQLite; 8 processes importing the same 80 workspaces at once (schema
-creation included) leave exactly 80 rows, none lost, none twice; and the errors for
+creation included) leave exactly 80 rows, none lost, none twice; 8 processes
+writing 50 runs each at once leave 400; a store exported from SQLite prints the
+same `list`, `show` and `diff`; and the errors for
 a malformed URL, a refused connection, a missing table and a newer schema.
 """
 import json
@@ -199,3 +201,43 @@ def test_export_and_import_between_sqlite_and_postgresql(magpie, server, tmp_pat
     assert runs(str(back)) == shared
     assert "copied 0 runs" in run(magpie, "results", "import", "--from", url, url=str(back)).stdout
     assert psql(server, "SELECT count(*) FROM runs", db="shared") == "4"
+
+
+def test_exported_store_answers_list_show_and_diff_as_the_original(magpie, server, tmp_path):
+    """What a user reads: `results list`, `show` and `diff` print the same for a SQLite
+    store and its copy in PostgreSQL (only the line naming the store differs)."""
+    sqlite_store = tmp_path / "local" / "results.db"
+    for i in range(3):
+        serving_workspace(tmp_path / "out" / f"benchmark_vllm_2026020{i + 1}_000000", 1.0 - i / 4, 20 + i)
+    run(magpie, "results", "import", tmp_path / "out", url=str(sqlite_store))
+    url = fresh_db(server, "same_output")
+    run(magpie, "results", "export", "--to", url, url=str(sqlite_store))
+
+    def printed(store, *args):
+        text = run(magpie, "results", *args, url=store).stdout
+        return [line for line in text.splitlines() if "results.db" not in line and "127.0.0.1:" not in line]
+
+    for args in (("list",), ("list", "--json"), ("show", "2"), ("show", "3", "--json"),
+                 ("diff", "1", "2", "3", "--format", "json", "--resamples", "200"), ("diff", "1", "3")):
+        assert printed(str(sqlite_store), *args) == printed(url, *args), args
+
+
+def test_eight_writers_of_fifty_runs_each_lose_and_duplicate_nothing(magpie, server, tmp_path):
+    """8 processes at once, each recording its own 50 runs: 400 rows, every one once."""
+    url = fresh_db(server, "writers")
+    env = dict(os.environ, MAGPIE_RESULTS_DB=url)
+    procs = []
+    for p in range(8):
+        own = tmp_path / f"writer{p}"
+        for i in range(50):
+            serving_workspace(own / f"benchmark_vllm_202603{p + 1:02d}_0000{i:02d}", 1.0 + i / 50, p * 50 + i)
+        procs.append(subprocess.Popen([str(magpie), "results", "import", str(own)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+        assert stdout.split()[1] == "50", stdout
+    assert psql(server, "SELECT count(*), count(DISTINCT workspace), count(DISTINCT id) FROM runs",
+                db="writers") == "400|400|400"
+    runs = json.loads(run(magpie, "results", "list", "--limit", "0", "--json", url=url).stdout)
+    assert {r["workspace"] for r in runs} == {str(p) for p in tmp_path.glob("writer*/benchmark_*")}
